@@ -1,0 +1,13 @@
+"""autogluon_maya: MAYA (and, later, TabSwift) as AutoGluon-Tabular models.
+
+``import autogluon_maya`` registers the keys so that
+``TabularPredictor(...).fit(train, hyperparameters={"MAYA": {}})`` works.
+"""
+
+from ._registry import register_models
+from .maya import MayaModel, maya_search_space
+
+__version__ = "0.1.0"
+__all__ = ["MayaModel", "maya_search_space", "register_models"]
+
+register_models([MayaModel])

@@ -1,0 +1,1 @@
+"""Preprocessing and training utilities shared by the package's models."""

@@ -1,0 +1,122 @@
+"""Table -> tensors, shared by MAYA and TabSwift.
+
+Fitted on the training rows only (never on validation or test data), then frozen:
+- numerics: +-inf treated as missing; a 0/1 missing indicator for every column that had a missing
+  value in training; median imputation; sklearn's ``QuantileTransformer`` to a normal distribution;
+- categoricals (pandas ``category``/``object``/``string``): integer codes 1..K from the training
+  values; code 0 is reserved for missing and unseen values, so new categories at predict time are
+  handled instead of crashing or silently aliasing another category.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+import pandas as pd
+from sklearn.preprocessing import QuantileTransformer
+
+
+@dataclass
+class EncodedTable:
+    x_num: np.ndarray  # float32 (n, n_num), finite
+    x_cat: np.ndarray  # int64 (n, n_cat), 0 = missing/unseen
+
+    def __len__(self) -> int:
+        return self.x_num.shape[0]
+
+
+def _is_categorical(s: pd.Series) -> bool:
+    return isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == object or pd.api.types.is_string_dtype(s.dtype)
+
+
+@dataclass
+class TabularEncoder:
+    """Fit once on training rows; ``transform`` any later frame with the same columns."""
+
+    quantile_transform: bool = True
+    n_quantiles: int = 1000
+    random_state: int = 0
+    num_cols: List[str] = field(default_factory=list)
+    cat_cols: List[str] = field(default_factory=list)
+    nan_indicator_cols: List[str] = field(default_factory=list)
+    medians: Optional[np.ndarray] = None
+    categories: Dict[str, pd.Index] = field(default_factory=dict)
+    _qt: Optional[QuantileTransformer] = None
+
+    def fit(self, X: pd.DataFrame) -> "TabularEncoder":
+        if len(X) == 0:
+            raise ValueError("Cannot fit the encoder on an empty table")
+        self.cat_cols = [c for c in X.columns if _is_categorical(X[c])]
+        self.num_cols = [c for c in X.columns if c not in self.cat_cols]
+        num = self._numeric(X)
+        missing = np.isnan(num)
+        self.nan_indicator_cols = [c for c, m in zip(self.num_cols, missing.any(0)) if m]
+        with warnings.catch_warnings():  # an all-missing column warns "All-NaN slice"
+            warnings.simplefilter("ignore", RuntimeWarning)
+            med = np.nanmedian(num, axis=0) if num.shape[0] else np.zeros(num.shape[1])
+        self.medians = np.nan_to_num(med, nan=0.0)  # an all-missing column imputes to 0
+        if self.quantile_transform and num.shape[1]:
+            self._qt = QuantileTransformer(output_distribution="normal",
+                                           n_quantiles=max(1, min(self.n_quantiles, len(X))),
+                                           subsample=10**9, random_state=self.random_state)
+            self._qt.fit(self._impute(num))
+        for c in self.cat_cols:
+            values = X[c].dropna()
+            cats = X[c].cat.categories if isinstance(X[c].dtype, pd.CategoricalDtype) else None
+            uniq = pd.Index(values.unique())
+            # keep the categories seen in training, in the dtype's order when there is one
+            self.categories[c] = pd.Index([v for v in cats if v in set(uniq)]) if cats is not None else uniq
+        return self
+
+    @property
+    def n_num(self) -> int:
+        return len(self.num_cols) + len(self.nan_indicator_cols)
+
+    @property
+    def cat_cardinalities(self) -> List[int]:
+        return [len(self.categories[c]) for c in self.cat_cols]
+
+    def _numeric(self, X: pd.DataFrame) -> np.ndarray:
+        if not self.num_cols:
+            return np.zeros((len(X), 0))
+        num = X[self.num_cols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        num[~np.isfinite(num)] = np.nan
+        return num
+
+    def _impute(self, num: np.ndarray) -> np.ndarray:
+        return np.where(np.isnan(num), self.medians, num)
+
+    def transform(self, X: pd.DataFrame) -> EncodedTable:
+        missing_cols = [c for c in self.num_cols + self.cat_cols if c not in X.columns]
+        if missing_cols:
+            raise KeyError(f"Columns seen in training are missing from the input: {missing_cols}")
+        num = self._numeric(X)
+        indicators = np.isnan(num[:, [self.num_cols.index(c) for c in self.nan_indicator_cols]])
+        num = self._impute(num)
+        if self._qt is not None:
+            num = self._qt.transform(num)
+        x_num = np.concatenate([num, indicators.astype(np.float64)], axis=1).astype(np.float32)
+        x_cat = np.zeros((len(X), len(self.cat_cols)), dtype=np.int64)
+        for i, c in enumerate(self.cat_cols):
+            # get_indexer gives -1 for unseen and missing values -> reserved code 0
+            x_cat[:, i] = self.categories[c].get_indexer(X[c].astype(object)) + 1
+        return EncodedTable(x_num=x_num, x_cat=x_cat)
+
+
+class TargetScaler:
+    """Standardizes a regression target with the training mean/std (std 0 -> 1)."""
+
+    def __init__(self, y: np.ndarray):
+        y = np.asarray(y, dtype=np.float64)
+        self.mean = float(np.mean(y))
+        std = float(np.std(y))
+        self.std = std if std > 0 and np.isfinite(std) else 1.0
+
+    def transform(self, y) -> np.ndarray:
+        return ((np.asarray(y, dtype=np.float64) - self.mean) / self.std).astype(np.float32)
+
+    def inverse(self, z) -> np.ndarray:
+        return np.asarray(z, dtype=np.float64) * self.std + self.mean

@@ -1,0 +1,103 @@
+"""Training helpers shared by the package's torch models: threads, device, seeds, time, early stopping."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import time
+from typing import Dict, Iterator, List, Optional
+
+import numpy as np
+import torch
+
+
+@contextlib.contextmanager
+def torch_threads(num_threads: Optional[int]):
+    """Run a block with ``num_threads`` torch threads and restore the previous count afterwards.
+
+    AutoGluon asserts that global torch state is unchanged by predict, and on a 2-core machine
+    oversubscribing threads makes small kernels dramatically slower, so predict sets the count
+    explicitly and puts it back.
+    """
+    previous = torch.get_num_threads()
+    if num_threads:
+        torch.set_num_threads(max(1, int(num_threads)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def autocast(device: torch.device):
+    """bf16 autocast on CUDA (tensor cores); plain fp32 on CPU, where bf16 is slower here."""
+    if device.type == "cuda":
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def batch_slices(n: int, batch_size: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """Shuffled mini-batches covering every row once.
+
+    A trailing batch of one row is merged into the previous batch: models that use the batch as
+    their own context (MAYA's decoder) have nothing to attend to in a batch of one.
+    """
+    batch_size = max(1, min(batch_size, n))
+    perm = rng.permutation(n)
+    starts = list(range(0, n, batch_size))
+    if len(starts) > 1 and n - starts[-1] == 1:
+        starts.pop()
+    for i, s in enumerate(starts):
+        e = starts[i + 1] if i + 1 < len(starts) else n
+        yield perm[s:e]
+
+
+class TimeBudget:
+    """Wall-clock budget of one fit; ``None`` means unlimited."""
+
+    def __init__(self, time_limit: Optional[float], safety: float = 0.95):
+        self.start = time.time()
+        self.limit = None if time_limit is None else max(0.0, time_limit * safety)
+
+    def elapsed(self) -> float:
+        return time.time() - self.start
+
+    def remaining(self) -> float:
+        return float("inf") if self.limit is None else self.limit - self.elapsed()
+
+    def expired(self) -> bool:
+        return self.remaining() <= 0
+
+
+class BestCheckpoint:
+    """Keeps the best-scoring state dict (on CPU, so a GPU run does not hold two copies in VRAM).
+
+    Scores follow AutoGluon's convention: higher is better.
+    """
+
+    def __init__(self, patience: Optional[int]):
+        self.patience = patience
+        self.best_score = -float("inf")
+        self.best_epoch = 0
+        self.best_state: Optional[Dict[str, torch.Tensor]] = None
+        self.epochs_without_improvement = 0
+
+    def update(self, score: float, epoch: int, module: torch.nn.Module) -> bool:
+        """Record an epoch's validation score; returns True if it is the new best."""
+        if np.isfinite(score) and (self.best_state is None or score > self.best_score):
+            self.best_score, self.best_epoch = float(score), epoch
+            self.best_state = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
+            self.epochs_without_improvement = 0
+            return True
+        self.epochs_without_improvement += 1
+        return False
+
+    def should_stop(self) -> bool:
+        return self.patience is not None and self.epochs_without_improvement >= self.patience
+
+    def restore(self, module: torch.nn.Module) -> None:
+        if self.best_state is not None:
+            module.load_state_dict(self.best_state)
+
+
+def to_tensors(arrays: List[np.ndarray], device: torch.device) -> List[torch.Tensor]:
+    return [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays]

@@ -1,0 +1,38 @@
+"""MAYA's default hyperparameters, sized for a 2-core CPU (see README "Choosing the defaults").
+
+The paper's large configurations (hidden_size up to 512, up to 8 branches) are for GPUs; the
+``gpu`` preset in ``autogluon_maya.presets`` is a starting point for them.
+"""
+
+DEFAULT_PARAMS = {
+    # encoder
+    "hidden_size": 64,
+    "num_heads": 4,
+    "num_branch": 2,
+    "num_layers": 2,
+    "intermediate_factor": 2.0,
+    "dropout": 0.1,
+    "add_act": False,
+    "act_type": "relu",
+    "if_bias": True,
+    "use_branch_weights": True,
+    "branch_momentum": 0.9,
+    # decoder
+    "num_decoder_layers": 1,
+    "decoder_intermediate_factor": 2.0,
+    "decoder_act_type": "relu",
+    "decoder_dropout": 0.1,
+    "decoder_if_bias": True,
+    "qk_shared_weights": False,
+    # optimisation
+    "learning_rate": 5e-4,
+    "weight_decay": 1e-5,
+    "batch_size": 256,
+    "max_epochs": 200,
+    "early_stopping": True,
+    "patience": 16,
+    # preprocessing / inference
+    "quantile_transform": True,
+    "predict_chunk_size": 1024,
+    "context_topk": None,
+}

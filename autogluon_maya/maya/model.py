@@ -1,0 +1,220 @@
+"""MAYA as an AutoGluon-Tabular model (``hyperparameters={"MAYA": {...}}``)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Dict, Optional
+
+import numpy as np
+import pandas as pd
+from autogluon.common.features.types import R_BOOL, R_CATEGORY, R_FLOAT, R_INT
+from autogluon.core.constants import BINARY, MULTICLASS, QUANTILE, REGRESSION
+from autogluon.core.hpo.constants import RAY_BACKEND
+from autogluon.core.utils.exceptions import TimeLimitExceeded
+from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorchModel
+
+from .defaults import DEFAULT_PARAMS
+
+logger = logging.getLogger(f"autogluon.ext.{__name__}")
+
+
+class MayaModel(AbstractTorchModel):
+    """MAYA: multi-branch-attention encoder + inter-instance-attention decoder, trained per dataset.
+
+    Hyperparameters: see ``autogluon_maya.maya.defaults.DEFAULT_PARAMS`` and the README.
+    """
+
+    ag_key = "MAYA"
+    ag_name = "Maya"
+    ag_priority = 70
+    seed_name = "random_seed"
+    _supported_problem_types = [BINARY, MULTICLASS, REGRESSION, QUANTILE]
+    _default_auxiliary_params_extra = {"valid_raw_types": [R_BOOL, R_INT, R_FLOAT, R_CATEGORY]}
+    default_num_gpus = 1
+    default_resources_physical_cores_only = True
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._encoder = None
+        self._target_scaler = None
+        self._fit_summary: Dict = {}
+
+    # ---- hyperparameters ----------------------------------------------------------------
+    def _set_default_params(self):
+        for k, v in DEFAULT_PARAMS.items():
+            self._set_default_param_value(k, v)
+
+    def _get_default_searchspace(self) -> dict:
+        from .search_space import maya_search_space
+
+        return maya_search_space(self._get_model_params(convert_search_spaces_to_default=True))
+
+    def _get_hpo_backend(self):
+        return RAY_BACKEND
+
+    def _get_default_stopping_metric(self):
+        return self.eval_metric
+
+    # ---- preprocessing ------------------------------------------------------------------
+    def _preprocess(self, X: pd.DataFrame, is_train: bool = False, **kwargs):
+        from ..common.preprocessing import TabularEncoder
+
+        X = super()._preprocess(X, **kwargs)
+        if is_train or self._encoder is None:
+            p = self._get_model_params()
+            self._encoder = TabularEncoder(quantile_transform=p["quantile_transform"],
+                                           random_state=p.get(self.seed_name, 0) or 0).fit(X)
+        return self._encoder.transform(X)
+
+    # ---- fit ----------------------------------------------------------------------------
+    def _label_kind(self) -> str:
+        return "class" if self.problem_type in (BINARY, MULTICLASS) else ("quantile" if self.problem_type == QUANTILE else "real")
+
+    def _fit(self, X: pd.DataFrame, y: pd.Series, X_val: Optional[pd.DataFrame] = None,
+             y_val: Optional[pd.Series] = None, time_limit: Optional[float] = None, num_cpus: int = 1,
+             num_gpus: float = 0, sample_weight: Optional[np.ndarray] = None, verbosity: int = 2, **kwargs):
+        import torch
+
+        from ..common.preprocessing import TargetScaler
+        from ..common.training import TimeBudget, to_tensors
+        from .network import MayaNetwork
+        from .search_space import round_hidden_size
+        from .trainer import FittedMaya, make_loss, train_maya
+
+        budget = TimeBudget(time_limit)
+        p = self._get_model_params()
+        seed = int(p.pop(self.seed_name, 0) or 0)
+        torch.manual_seed(seed)
+        torch.set_num_threads(max(1, int(num_cpus)))  # restored by the reset_torch_threads tag
+        device = torch.device(self._resolve_fit_device(num_gpus=num_gpus))
+
+        hidden = round_hidden_size(int(p["hidden_size"]), int(p["num_heads"]))
+        if hidden != p["hidden_size"]:
+            logger.log(15, f"\tMAYA: hidden_size {p['hidden_size']} -> {hidden} (multiple of num_heads={p['num_heads']})")
+        p["hidden_size"] = hidden
+
+        enc = self.preprocess(X, is_train=True)
+        kind = self._label_kind()
+        if kind == "class":
+            y_label = y_target = np.asarray(y, dtype=np.int64)
+            out_dim = self.num_classes
+        else:
+            self._target_scaler = TargetScaler(y)
+            y_label = y_target = self._target_scaler.transform(y)
+            out_dim = len(self.quantile_levels) if kind == "quantile" else 1
+        if enc.x_num.shape[1] + enc.x_cat.shape[1] == 0:
+            from autogluon.core.utils.exceptions import NoValidFeatures
+            raise NoValidFeatures("MAYA received no usable features")
+
+        net = MayaNetwork(
+            n_num=enc.x_num.shape[1], cat_cardinalities=self._encoder.cat_cardinalities, out_dim=out_dim,
+            label_kind="class" if kind == "class" else "real", num_classes=self.num_classes or 0,
+            hidden_size=hidden, num_heads=int(p["num_heads"]), num_branch=int(p["num_branch"]),
+            num_layers=int(p["num_layers"]), intermediate_factor=float(p["intermediate_factor"]),
+            dropout=float(p["dropout"]), if_bias=bool(p["if_bias"]), add_act=bool(p["add_act"]),
+            act_type=p["act_type"], num_decoder_layers=int(p["num_decoder_layers"]),
+            decoder_intermediate_factor=float(p["decoder_intermediate_factor"]),
+            decoder_act_type=p["decoder_act_type"], decoder_dropout=float(p["decoder_dropout"]),
+            decoder_if_bias=bool(p["decoder_if_bias"]), qk_shared_weights=bool(p["qk_shared_weights"]),
+            use_branch_weights=bool(p["use_branch_weights"]),
+        )
+        fitted = FittedMaya(net).to(device)
+        x_num, x_cat, y_label_t, y_target_t = to_tensors([enc.x_num, enc.x_cat, y_label, y_target], device)
+        w_t = None
+        if sample_weight is not None:
+            w_t = to_tensors([np.asarray(sample_weight, dtype=np.float32)], device)[0]
+
+        val_score_fn = None
+        use_es = bool(p["early_stopping"]) and X_val is not None and len(X_val) > 0
+        if use_es:
+            val_enc = self.preprocess(X_val)
+            vx_num, vx_cat = to_tensors([val_enc.x_num, val_enc.x_cat], device)
+            y_val_np = np.asarray(y_val)
+
+            def val_score_fn(f: FittedMaya) -> float:
+                f.set_context(x_num, x_cat, y_label_t)
+                raw = f.predict_raw(vx_num, vx_cat, int(p["predict_chunk_size"]), p["context_topk"])
+                return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=self._raw_to_proba(raw),
+                                                    metric=self.stopping_metric)
+
+        t0 = time.time()
+        summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_label_t, y_target=y_target_t,
+                             sample_weight=w_t, loss_fn=make_loss(kind, self.quantile_levels), params=p,
+                             device=device, budget=budget, seed=seed, val_score_fn=val_score_fn,
+                             max_epochs=int(p["max_epochs"]))
+        if summary["steps"] == 0:
+            raise TimeLimitExceeded("MAYA could not run a single training step within the time limit")
+        fitted.set_context(x_num, x_cat, y_label_t)
+        self.model = fitted
+        summary["train_seconds"] = time.time() - t0
+        summary["rows_per_second"] = summary["epochs"] * len(enc) / max(summary["train_seconds"], 1e-9)
+        self._fit_summary = summary
+        # refit_full trains on all rows, without validation, for the epoch count found here
+        self.params_trained["max_epochs"] = max(1, int(summary["best_epoch"]))
+        self.params_trained["early_stopping"] = False
+        self.params_trained["hidden_size"] = hidden
+        logger.log(15, f"\tMAYA trained {summary['epochs']} epochs (best {summary['best_epoch']}), "
+                       f"{summary['rows_per_second']:.0f} rows/s")
+
+    # ---- predict ------------------------------------------------------------------------
+    def _raw_to_proba(self, raw) -> np.ndarray:
+        import torch
+
+        if self.problem_type in (BINARY, MULTICLASS):
+            proba = torch.softmax(raw.float(), dim=1).cpu().numpy()
+            return proba[:, 1] if self.problem_type == BINARY else proba
+        values = self._target_scaler.inverse(raw.float().cpu().numpy())
+        if self.problem_type == QUANTILE:
+            return np.sort(values, axis=1)  # quantile predictions must not cross
+        return values.reshape(-1)
+
+    def _predict_proba(self, X: pd.DataFrame, **kwargs) -> np.ndarray:
+        import torch
+
+        from ..common.training import to_tensors, torch_threads
+
+        p = self._get_model_params()
+        enc = self.preprocess(X, **kwargs)
+        device = next(self.model.parameters()).device
+        with torch_threads(self._get_child_num_cpus()):
+            x_num, x_cat = to_tensors([enc.x_num, enc.x_cat], device)
+            raw = self.model.predict_raw(x_num, x_cat, int(p["predict_chunk_size"]), p["context_topk"])
+        return self._raw_to_proba(raw).astype(np.float32)
+
+    def _get_child_num_cpus(self) -> Optional[int]:
+        n = getattr(self, "fit_num_cpus_child", None) or getattr(self, "fit_num_cpus", None)
+        return int(n) if n else None
+
+    # ---- device / resources / tags ------------------------------------------------------
+    def get_device(self) -> str:
+        return next(self.model.parameters()).device.type
+
+    def _set_device(self, device: str):
+        self.model.to(self.to_torch_device(device))
+
+    @classmethod
+    def _estimate_memory_usage_static(cls, *, X: pd.DataFrame, hyperparameters: dict = None,
+                                      num_classes: int = 1, **kwargs) -> int:
+        """Peak host RAM: process baseline + data copies + activations of one batch + the inference
+        similarity block (capped at 64M floats by ``FittedMaya.predict_raw``)."""
+        hp = {**DEFAULT_PARAMS, **{k: v for k, v in (hyperparameters or {}).items() if k in DEFAULT_PARAMS}}
+
+        def num(key):
+            v = hp[key]
+            return v.default if hasattr(v, "default") else v
+
+        n, f = len(X), max(1, X.shape[1])
+        d, b, L, br = int(num("hidden_size")), int(num("batch_size")), int(num("num_layers")), int(num("num_branch"))
+        data = 4 * n * f * 6  # encoded copies, tensors, context encodings
+        activ = 4 * b * (f + 1) * d * L * br * 12 * 3  # fwd + bwd, branch-stacked
+        params = 4 * 4 * (L * br * 4 * d * d + 2 * d * d * 3 + f * d * 2 + 64 * d * max(1, num_classes))
+        sim = 4 * min(1 << 26, 1024 * n)
+        return int(4e8 + data + activ + params + sim)
+
+    @classmethod
+    def _class_tags(cls):
+        return {"reset_torch_threads": True}
+
+    def _more_tags(self) -> dict:
+        return {"can_refit_full": True}

@@ -1,0 +1,274 @@
+"""MAYA's torch network (MAYA paper, sections 3.2-3.5; SPEC section 2).
+
+Encoder: feature tokenizer + [CLS] -> stacked multi-branch-attention (MBA) blocks -> inter-block
+average of the [CLS] states.  Decoder: inter-instance attention (IAIL) blocks where a row's encoding
+queries the encodings of context rows and reads their label embeddings.  Predictor: a linear head
+shared by the final output and by the per-branch loss probes that set the branch weights.
+
+The module knows nothing about AutoGluon: it takes tensors and returns tensors, so it can be tested
+against the paper's formulas in isolation (``plugin_tests/maya/test_network.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import List, Optional, Sequence, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class ReGLU(nn.Module):
+    """Feed-forward with a ReLU-gated linear unit: W_o (relu(x W_a) * (x W_b))."""
+
+    def __init__(self, d: int, hidden: int, dropout: float = 0.0, bias: bool = True):
+        super().__init__()
+        self.proj_in = nn.Linear(d, 2 * hidden, bias=bias)
+        self.proj_out = nn.Linear(hidden, d, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, b = self.proj_in(x).chunk(2, dim=-1)
+        return self.proj_out(self.dropout(F.relu(a) * b))
+
+
+def make_ffn(act_type: str, d: int, hidden: int, dropout: float, bias: bool) -> nn.Module:
+    """The decoder FFN's activation is a hyperparameter; the encoder always uses ReGLU."""
+    if act_type == "reglu":
+        return ReGLU(d, hidden, dropout, bias)
+    acts = {"relu": nn.ReLU, "gelu": nn.GELU, "silu": nn.SiLU}
+    if act_type not in acts:
+        raise ValueError(f"Unknown decoder_act_type={act_type!r}; choose from {sorted(acts) + ['reglu']}")
+    return nn.Sequential(nn.Linear(d, hidden, bias=bias), acts[act_type](), nn.Dropout(dropout),
+                         nn.Linear(hidden, d, bias=bias))
+
+
+class FeatureTokenizer(nn.Module):
+    """Numerical feature j -> x_j * W_j + b_j; categorical feature -> its code's embedding + b_j.
+
+    Categorical code 0 is reserved for missing/unseen values (see ``common.preprocessing``), so
+    every table has ``cardinality + 1`` rows.  A learned [CLS] token is prepended.
+    """
+
+    def __init__(self, n_num: int, cat_cardinalities: Sequence[int], d: int, if_bias: bool = True,
+                 add_act: bool = False, act_type: str = "relu"):
+        super().__init__()
+        if n_num + len(cat_cardinalities) == 0:
+            raise ValueError("MAYA needs at least one feature")
+        self.n_num = n_num
+        self.num_weight = nn.Parameter(torch.empty(n_num, d)) if n_num else None
+        self.num_bias = nn.Parameter(torch.empty(n_num, d)) if (n_num and if_bias) else None
+        self.cat_embeddings = nn.ModuleList(nn.Embedding(c + 1, d) for c in cat_cardinalities)
+        n_cat = len(cat_cardinalities)
+        self.cat_bias = nn.Parameter(torch.empty(n_cat, d)) if (n_cat and if_bias) else None
+        self.cls = nn.Parameter(torch.empty(1, 1, d))
+        if add_act:
+            self.act = nn.PReLU() if act_type == "prelu" else nn.ReLU()
+        else:
+            self.act = None
+        self._reset(d, add_act)
+
+    def _reset(self, d: int, add_act: bool):
+        bound = 1 / math.sqrt(d)
+        for p in (self.num_weight, self.num_bias, self.cat_bias, self.cls):
+            if p is not None:
+                if add_act:  # Kaiming init suits the rectifier that follows (SPEC section 2)
+                    nn.init.kaiming_uniform_(p, a=math.sqrt(5))
+                else:
+                    nn.init.uniform_(p, -bound, bound)
+        for emb in self.cat_embeddings:
+            nn.init.uniform_(emb.weight, -bound, bound)
+
+    @property
+    def n_tokens(self) -> int:
+        return 1 + self.n_num + len(self.cat_embeddings)
+
+    def forward(self, x_num: torch.Tensor, x_cat: torch.Tensor) -> torch.Tensor:
+        tokens = []
+        if self.num_weight is not None:
+            t = x_num.unsqueeze(-1) * self.num_weight
+            tokens.append(t + self.num_bias if self.num_bias is not None else t)
+        if len(self.cat_embeddings):
+            t = torch.stack([emb(x_cat[:, i]) for i, emb in enumerate(self.cat_embeddings)], dim=1)
+            tokens.append(t + self.cat_bias if self.cat_bias is not None else t)
+        x = torch.cat(tokens, dim=1)
+        if self.act is not None:
+            x = self.act(x)
+        return torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1)
+
+
+class MBABlock(nn.Module):
+    """Multi-branch attention block:  out = LN( sum_j w_j * LN_j(FFN(Attn_j(z) + z)) + z ).
+
+    All branches' Q/K/V come from one matmul and run as one attention call with
+    ``num_branch * num_heads`` heads; the shared FFN runs once over the stacked branches.  This is
+    the same arithmetic as looping over branches, but in a few large kernels instead of many small
+    ones (on 2 CPU cores the loop version was ~1.6x slower per epoch).
+
+    ``branch_weights`` is a buffer: the training loop updates it (EMA of the softmax of per-branch
+    losses, see ``MayaNetwork.update_branch_weights``) and inference uses it as stored.
+    """
+
+    def __init__(self, d: int, num_heads: int, num_branch: int, intermediate_factor: float,
+                 dropout: float = 0.0, bias: bool = True, use_branch_weights: bool = True):
+        super().__init__()
+        if d % num_heads:
+            raise ValueError(f"hidden_size={d} must be a multiple of num_heads={num_heads}")
+        self.d, self.h, self.n = d, num_heads, num_branch
+        self.qkv = nn.Linear(d, 3 * d * num_branch, bias=bias)
+        self.out_weight = nn.Parameter(torch.empty(num_branch, d, d))
+        self.out_bias = nn.Parameter(torch.zeros(num_branch, d)) if bias else None
+        nn.init.xavier_uniform_(self.out_weight.view(num_branch * d, d))
+        self.attn_dropout = dropout
+        self.ffn = ReGLU(d, max(1, int(round(intermediate_factor * d))), dropout, bias)
+        self.branch_norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(num_branch))
+        self.out_norm = nn.LayerNorm(d)
+        self.use_branch_weights = use_branch_weights
+        self.register_buffer("branch_weights", torch.full((num_branch,), 1.0 / num_branch))
+
+    def branch_outputs(self, z: torch.Tensor) -> torch.Tensor:
+        """(B, T, d) -> (n_branch, B, T, d): every Branch_j(z)."""
+        B, T, d = z.shape
+        qkv = self.qkv(z).view(B, T, 3, self.n * self.h, d // self.h).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2],
+                                           dropout_p=self.attn_dropout if self.training else 0.0)
+        a = a.view(B, self.n, self.h, T, d // self.h).permute(1, 0, 3, 2, 4).reshape(self.n, B * T, d)
+        a = torch.bmm(a, self.out_weight)  # per-branch output projection
+        if self.out_bias is not None:
+            a = a + self.out_bias.unsqueeze(1)
+        a = a.view(self.n, B, T, d) + z.unsqueeze(0)
+        f = self.ffn(a)
+        return torch.stack([norm(f[j]) for j, norm in enumerate(self.branch_norms)])
+
+    def combine(self, z: torch.Tensor, branches: torch.Tensor) -> torch.Tensor:
+        w = self.branch_weights if self.use_branch_weights else torch.full_like(self.branch_weights, 1 / self.n)
+        return self.out_norm(torch.einsum("n,nbtd->btd", w.to(branches.dtype), branches) + z)
+
+    def forward(self, z: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Returns the block output and the per-branch [CLS] states (n_branch, B, d)."""
+        branches = self.branch_outputs(z)
+        return self.combine(z, branches), branches[:, :, 0]
+
+
+class IAILBlock(nn.Module):
+    """Inter-instance attention: a query row attends to context rows by -||x W_q - c W_k||^2 and
+    reads their label embeddings; then residual + LN, FFN, residual + LN.  Single head, as in the paper.
+    """
+
+    def __init__(self, d: int, intermediate_factor: float, act_type: str, dropout: float, bias: bool,
+                 qk_shared_weights: bool):
+        super().__init__()
+        self.q_proj = nn.Linear(d, d, bias=bias)
+        self.k_proj = self.q_proj if qk_shared_weights else nn.Linear(d, d, bias=bias)
+        self.norm1 = nn.LayerNorm(d)
+        self.ffn = make_ffn(act_type, d, max(1, int(round(intermediate_factor * d))), dropout, bias)
+        self.norm2 = nn.LayerNorm(d)
+        self.dropout = nn.Dropout(dropout)
+
+    def similarity(self, q: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """-||q W_q - k W_k||^2 for every (query, key) pair, from already-projected keys."""
+        qp = self.q_proj(q)
+        return -(qp.pow(2).sum(-1, keepdim=True) - 2 * qp @ keys.T + keys.pow(2).sum(-1))
+
+    def forward(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+                mask: Optional[torch.Tensor] = None, topk: Optional[int] = None) -> torch.Tensor:
+        """``keys`` are projected context encodings (N, d); ``mask`` (Bq, N) is True where a
+        query may NOT look (its own row during training)."""
+        sim = self.similarity(q, keys)
+        if mask is not None:
+            sim = sim.masked_fill(mask, float("-inf"))
+        if topk is not None and topk < sim.shape[1]:
+            top, idx = sim.topk(topk, dim=1)
+            attn = torch.softmax(top, dim=1).nan_to_num(0.0)
+            read = torch.einsum("qk,qkd->qd", attn, values[idx])
+        else:
+            # a row with nothing to attend to (a 1-row batch) reads zeros instead of NaN
+            attn = torch.softmax(sim, dim=1).nan_to_num(0.0)
+            read = attn @ values
+        h = self.norm1(q + self.dropout(read))
+        return self.norm2(h + self.dropout(self.ffn(h)))
+
+
+class MayaNetwork(nn.Module):
+    """Encoder, label embedding, IAIL decoder and predictor.
+
+    ``out_dim`` is the number of classes (classification), 1 (regression) or the number of quantile
+    levels.  ``label_kind`` is "class" (lookup table) or "real" (linear map of a standardized target).
+    """
+
+    def __init__(self, n_num: int, cat_cardinalities: Sequence[int], out_dim: int, label_kind: str,
+                 num_classes: int = 0, hidden_size: int = 64, num_heads: int = 4, num_branch: int = 2,
+                 num_layers: int = 2, intermediate_factor: float = 2.0, dropout: float = 0.1,
+                 if_bias: bool = True, add_act: bool = False, act_type: str = "relu",
+                 num_decoder_layers: int = 1, decoder_intermediate_factor: float = 2.0,
+                 decoder_act_type: str = "relu", decoder_dropout: float = 0.1, decoder_if_bias: bool = True,
+                 qk_shared_weights: bool = False, use_branch_weights: bool = True):
+        super().__init__()
+        self.tokenizer = FeatureTokenizer(n_num, cat_cardinalities, hidden_size, if_bias, add_act, act_type)
+        self.blocks = nn.ModuleList(
+            MBABlock(hidden_size, num_heads, num_branch, intermediate_factor, dropout, if_bias, use_branch_weights)
+            for _ in range(num_layers))
+        self.encoder_norm = nn.LayerNorm(hidden_size)
+        if label_kind == "class":
+            self.label_embedding = nn.Embedding(num_classes, hidden_size)
+        elif label_kind == "real":
+            self.label_embedding = nn.Linear(1, hidden_size)
+        else:
+            raise ValueError(f"label_kind must be 'class' or 'real', got {label_kind!r}")
+        self.label_kind = label_kind
+        self.decoder = nn.ModuleList(
+            IAILBlock(hidden_size, decoder_intermediate_factor, decoder_act_type, decoder_dropout,
+                      decoder_if_bias, qk_shared_weights) for _ in range(num_decoder_layers))
+        self.predictor = nn.Linear(hidden_size, out_dim)
+
+    # ---- encoder -------------------------------------------------------------------------
+    def encode(self, x_num: torch.Tensor, x_cat: torch.Tensor, return_branches: bool = False):
+        """Row encodings (B, d) = LN(mean over blocks of each block's [CLS] output).
+
+        With ``return_branches`` also returns each block's per-branch [CLS] states, which the
+        training loop feeds to ``update_branch_weights``.
+        """
+        z = self.tokenizer(x_num, x_cat)
+        cls_states: List[torch.Tensor] = []
+        branch_cls: List[torch.Tensor] = []
+        for block in self.blocks:
+            z, b = block(z)
+            cls_states.append(z[:, 0])
+            branch_cls.append(b)
+        enc = self.encoder_norm(torch.stack(cls_states).mean(0))
+        return (enc, branch_cls) if return_branches else enc
+
+    # ---- decoder -------------------------------------------------------------------------
+    def embed_labels(self, y: torch.Tensor) -> torch.Tensor:
+        if self.label_kind == "class":
+            return self.label_embedding(y.long())
+        return self.label_embedding(y.float().view(-1, 1))
+
+    def project_keys(self, context_enc: torch.Tensor) -> List[torch.Tensor]:
+        """Per-IAIL-block key projections of the context: computed once and cached for inference."""
+        return [blk.k_proj(context_enc) for blk in self.decoder]
+
+    def decode(self, q_enc: torch.Tensor, keys: Sequence[torch.Tensor], values: torch.Tensor,
+               mask: Optional[torch.Tensor] = None, topk: Optional[int] = None) -> torch.Tensor:
+        h = q_enc
+        for blk, k in zip(self.decoder, keys):
+            h = blk(h, k, values, mask=mask, topk=topk)
+        return self.predictor(h)
+
+    def forward_train(self, x_num, x_cat, y, return_branches: bool = False):
+        """Training forward: the batch is its own context and each row's own label is masked out."""
+        enc, branches = self.encode(x_num, x_cat, return_branches=True)
+        keys = self.project_keys(enc)
+        eye = torch.eye(enc.shape[0], dtype=torch.bool, device=enc.device)
+        out = self.decode(enc, keys, self.embed_labels(y), mask=eye)
+        return (out, branches) if return_branches else out
+
+    @torch.no_grad()
+    def update_branch_weights(self, branch_cls: Sequence[torch.Tensor], loss_fn, momentum: float):
+        """w <- momentum * w + (1 - momentum) * softmax(s), s_j = loss of the shared predictor on
+        branch j's [CLS] state.  A branch that fits worse gets more weight (SPEC section 2)."""
+        for block, b in zip(self.blocks, branch_cls):
+            losses = torch.stack([loss_fn(self.predictor(b[j].float())) for j in range(b.shape[0])])
+            new = torch.softmax(losses.float(), dim=0)
+            block.branch_weights.mul_(momentum).add_((1 - momentum) * new)

@@ -1,0 +1,140 @@
+"""Training and cached inference for MAYA, independent of AutoGluon's wrapper.
+
+``FittedMaya`` holds the network plus the cached context (encoder outputs of every training row,
+their per-IAIL-block key projections and label embeddings) as buffers, so ``.to(device)`` and
+pickling move everything together, and a model trained on GPU loads on CPU.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, List, Optional
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..common.training import BestCheckpoint, TimeBudget, autocast, batch_slices
+from .network import MayaNetwork
+
+logger = logging.getLogger(f"autogluon.ext.{__name__}")
+
+
+def make_loss(kind: str, quantile_levels: Optional[List[float]] = None) -> Callable:
+    """Per-row losses: CE (classification), MSE (standardized regression), pinball (quantile)."""
+    if kind == "class":
+        return lambda out, y: F.cross_entropy(out.float(), y.long(), reduction="none")
+    if kind == "quantile":
+        q = torch.tensor(quantile_levels, dtype=torch.float32)
+
+        def pinball(out, y):
+            diff = y.float().view(-1, 1) - out.float()
+            qq = q.to(out.device)
+            return torch.maximum(qq * diff, (qq - 1) * diff).mean(1)
+
+        return pinball
+    return lambda out, y: (out.float().view(-1) - y.float().view(-1)).pow(2)
+
+
+class FittedMaya(nn.Module):
+    """A trained network together with its inference context."""
+
+    def __init__(self, net: MayaNetwork):
+        super().__init__()
+        self.net = net
+        self.n_keys = len(net.decoder)
+        self.register_buffer("ctx_values", torch.zeros(0))
+        for i in range(self.n_keys):
+            self.register_buffer(f"ctx_keys_{i}", torch.zeros(0))
+
+    @torch.no_grad()
+    def set_context(self, x_num: torch.Tensor, x_cat: torch.Tensor, y: torch.Tensor, chunk: int = 4096):
+        """Encode every context row once; queries then only run the encoder on themselves."""
+        self.net.eval()
+        enc = torch.cat([self.net.encode(x_num[s:s + chunk], x_cat[s:s + chunk]).float()
+                         for s in range(0, len(x_num), chunk)])
+        for i, k in enumerate(self.net.project_keys(enc)):
+            setattr(self, f"ctx_keys_{i}", k)
+        self.ctx_values = self.net.embed_labels(y)
+
+    @property
+    def context_size(self) -> int:
+        return self.ctx_values.shape[0]
+
+    @torch.no_grad()
+    def predict_raw(self, x_num: torch.Tensor, x_cat: torch.Tensor, chunk_size: int = 1024,
+                    topk: Optional[int] = None) -> torch.Tensor:
+        """Raw outputs (logits / standardized values) for queries, in chunks.
+
+        Memory is O(chunk x context_size); the chunk shrinks for large contexts so the similarity
+        matrix stays under ~64M entries.
+        """
+        self.net.eval()
+        keys = [getattr(self, f"ctx_keys_{i}") for i in range(self.n_keys)]
+        chunk = max(1, min(chunk_size, (1 << 26) // max(1, self.context_size)))
+        outs = []
+        for s in range(0, len(x_num), chunk):
+            q = self.net.encode(x_num[s:s + chunk], x_cat[s:s + chunk]).float()
+            outs.append(self.net.decode(q, keys, self.ctx_values, topk=topk).float())
+        return torch.cat(outs) if outs else torch.zeros(0)
+
+
+def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_weight, loss_fn,
+               params: dict, device: torch.device, budget: TimeBudget, seed: int,
+               val_score_fn: Optional[Callable[[FittedMaya], float]] = None,
+               max_epochs: int, log_every: int = 10) -> dict:
+    """AdamW training with early stopping on ``val_score_fn`` (higher is better) and best-epoch restore.
+
+    Tensors are already on ``device``.  Returns a summary: epochs run, best epoch, rows seen, etc.
+    Raises nothing on timeout: it stops and keeps the best (or last) weights, leaving the caller to
+    raise ``TimeLimitExceeded`` only if not a single step could run.
+    """
+    net = fitted.net
+    opt = torch.optim.AdamW(net.parameters(), lr=params["learning_rate"], weight_decay=params["weight_decay"])
+    rng = np.random.default_rng(seed)
+    ckpt = BestCheckpoint(patience=params["patience"] if val_score_fn is not None else None)
+    use_bw = params["use_branch_weights"] and params["num_branch"] > 1
+    n, steps, epochs_done, epoch_time = len(x_num), 0, 0, 0.0
+    for epoch in range(1, max_epochs + 1):
+        if epoch_time and budget.remaining() < epoch_time:
+            logger.log(15, f"\tStopping MAYA at epoch {epoch - 1}: not enough time left for another epoch")
+            break
+        t0 = budget.elapsed()
+        net.train()
+        interrupted = False
+        for idx in batch_slices(n, params["batch_size"], rng):
+            if budget.expired():
+                interrupted = True
+                break
+            idx_t = torch.from_numpy(idx).to(device)
+            yl, yt = y_label[idx_t], y_target[idx_t]
+            with autocast(device):
+                out, branches = net.forward_train(x_num[idx_t], x_cat[idx_t], yl, return_branches=True)
+            per_row = loss_fn(out, yt)
+            loss = (per_row * sample_weight[idx_t]).sum() / sample_weight[idx_t].sum() \
+                if sample_weight is not None else per_row.mean()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            if use_bw:
+                net.update_branch_weights(branches, lambda p: loss_fn(p, yt).mean(), params["branch_momentum"])
+            steps += 1
+        if steps == 0:
+            break
+        epochs_done = epoch
+        if val_score_fn is not None:
+            score = val_score_fn(fitted)
+            ckpt.update(score, epoch, net)
+            if epoch % log_every == 0 or epoch == 1:
+                logger.log(15, f"\tMAYA epoch {epoch}: loss={loss.item():.4f} val={score:.4f} "
+                               f"(best {ckpt.best_score:.4f} @ {ckpt.best_epoch})")
+        epoch_time = budget.elapsed() - t0
+        if interrupted or ckpt.should_stop():
+            break
+    if ckpt.best_state is not None:
+        ckpt.restore(net)
+    return {"steps": steps, "epochs": epochs_done,
+            "best_epoch": ckpt.best_epoch if ckpt.best_state is not None else epochs_done,
+            "best_score": ckpt.best_score if ckpt.best_state is not None else None,
+            "epoch_time": epoch_time}

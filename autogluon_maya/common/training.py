@@ -41,7 +41,7 @@ def batch_slices(n: int, batch_size: int, rng: np.random.Generator) -> Iterator[
     A trailing batch of one row is merged into the previous batch: models that use the batch as
     their own context (MAYA's decoder) have nothing to attend to in a batch of one.
     """
-    batch_size = max(1, min(batch_size, n))
+    batch_size = max(2, min(batch_size, n))  # a 1-row batch has no context to attend to
     perm = rng.permutation(n)
     starts = list(range(0, n, batch_size))
     if len(starts) > 1 and n - starts[-1] == 1:

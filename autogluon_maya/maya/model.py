@@ -208,7 +208,7 @@ class MayaModel(AbstractTorchModel):
         d, b, L, br = int(num("hidden_size")), int(num("batch_size")), int(num("num_layers")), int(num("num_branch"))
         data = 4 * n * f * 6  # encoded copies, tensors, context encodings
         activ = 4 * b * (f + 1) * d * L * br * 12 * 3  # fwd + bwd, branch-stacked
-        params = 4 * 4 * (L * br * 4 * d * d + 2 * d * d * 3 + f * d * 2 + 64 * d * max(1, num_classes))
+        params = 4 * 4 * (L * br * 4 * d * d + 2 * d * d * 3 + f * d * 2 + 64 * d * max(1, num_classes or 1))
         sim = 4 * min(1 << 26, 1024 * n)
         return int(4e8 + data + activ + params + sim)
 

@@ -66,4 +66,5 @@ def maya_search_space(defaults: Dict[str, Any] | None = None) -> Dict[str, Any]:
 
 def round_hidden_size(hidden_size: int, num_heads: int) -> int:
     """A searched ``hidden_size`` need not divide by ``num_heads``; round to the nearest multiple (>= num_heads)."""
-    return max(num_heads, int(round(hidden_size / num_heads)) * num_heads)
+    # floor(x + 0.5) rounds halves up; Python's round() would round them to even
+    return max(num_heads, int(hidden_size / num_heads + 0.5) * num_heads)

@@ -77,7 +77,9 @@ class FittedMaya(nn.Module):
         for s in range(0, len(x_num), chunk):
             q = self.net.encode(x_num[s:s + chunk], x_cat[s:s + chunk]).float()
             outs.append(self.net.decode(q, keys, self.ctx_values, topk=topk).float())
-        return torch.cat(outs) if outs else torch.zeros(0)
+        if not outs:  # zero query rows: keep the (0, out_dim) shape callers index into
+            return torch.zeros(0, self.net.predictor.out_features, device=x_num.device)
+        return torch.cat(outs)
 
 
 def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_weight, loss_fn,
@@ -96,6 +98,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     ckpt = BestCheckpoint(patience=params["patience"] if val_score_fn is not None else None)
     use_bw = params["use_branch_weights"] and params["num_branch"] > 1
     n, steps, epochs_done, epoch_time = len(x_num), 0, 0, 0.0
+    history = []  # (epoch, seconds since fit start, validation score)
     for epoch in range(1, max_epochs + 1):
         if epoch_time and budget.remaining() < epoch_time:
             logger.log(15, f"\tStopping MAYA at epoch {epoch - 1}: not enough time left for another epoch")
@@ -126,6 +129,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
         if val_score_fn is not None:
             score = val_score_fn(fitted)
             ckpt.update(score, epoch, net)
+            history.append((epoch, round(budget.elapsed(), 2), float(score)))
             if epoch % log_every == 0 or epoch == 1:
                 logger.log(15, f"\tMAYA epoch {epoch}: loss={loss.item():.4f} val={score:.4f} "
                                f"(best {ckpt.best_score:.4f} @ {ckpt.best_epoch})")
@@ -137,4 +141,4 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     return {"steps": steps, "epochs": epochs_done,
             "best_epoch": ckpt.best_epoch if ckpt.best_state is not None else epochs_done,
             "best_score": ckpt.best_score if ckpt.best_state is not None else None,
-            "epoch_time": epoch_time}
+            "epoch_time": epoch_time, "history": history}

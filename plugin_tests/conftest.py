@@ -1,0 +1,41 @@
+"""Shared fixtures: AutoGluon's FitHelper writes ./datasets under the cwd, so every test runs in a tmp dir;
+real-data tests find ../shared/datasets (or $AUTOGLUON_MAYA_DATASETS) and skip with a reason otherwise."""
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import autogluon_maya  # noqa: F401  (registers the models)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def datasets_dir() -> Path:
+    env = os.environ.get("AUTOGLUON_MAYA_DATASETS")
+    return Path(env) if env else REPO.parent / "shared" / "datasets"
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp_dir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def load_dataset():
+    """Load ``name`` from the shared datasets, optionally a seeded subsample of ``n`` rows."""
+
+    def _load(name: str, n: int | None = None, seed: int = 0):
+        import json
+
+        folder = datasets_dir() / name
+        if not (folder / "data.csv.gz").exists():
+            pytest.skip(f"real dataset {name!r} not found at {folder} (set AUTOGLUON_MAYA_DATASETS)")
+        df = pd.read_csv(folder / "data.csv.gz")
+        meta = json.loads((folder / "meta.json").read_text())
+        if n is not None and len(df) > n:
+            df = df.sample(n=n, random_state=seed).reset_index(drop=True)
+        return df, meta
+
+    return _load

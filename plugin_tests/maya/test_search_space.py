@@ -62,7 +62,7 @@ def test_space_defaults_follow_overrides_and_are_clipped():
 
 
 @pytest.mark.parametrize("hidden,heads,expected", [(100, 8, 104), (3, 4, 4), (64, 4, 64),
-                                                    (66, 4, 64), (70, 8, 72), (1, 8, 8), (0, 4, 4), (511, 8, 512)])
+                                                    (66, 4, 68), (70, 8, 72), (1, 8, 8), (0, 4, 4), (511, 8, 512)])
 def test_round_hidden_size(hidden, heads, expected):
     assert round_hidden_size(hidden, heads) == expected
 

@@ -107,16 +107,22 @@ class TabularEncoder:
 
 
 class TargetScaler:
-    """Standardizes a regression target with the training mean/std (std 0 -> 1)."""
+    """Standardizes a regression target with the training mean/std.
+
+    A constant target (std 0) trains on zeros and maps every output back to that constant exactly,
+    instead of passing on whatever small value an undertrained network emits.
+    """
 
     def __init__(self, y: np.ndarray):
         y = np.asarray(y, dtype=np.float64)
         self.mean = float(np.mean(y))
         std = float(np.std(y))
-        self.std = std if std > 0 and np.isfinite(std) else 1.0
+        self.constant = not (std > 0 and np.isfinite(std))
+        self.std = 1.0 if self.constant else std
 
     def transform(self, y) -> np.ndarray:
         return ((np.asarray(y, dtype=np.float64) - self.mean) / self.std).astype(np.float32)
 
     def inverse(self, z) -> np.ndarray:
-        return np.asarray(z, dtype=np.float64) * self.std + self.mean
+        z = np.asarray(z, dtype=np.float64)
+        return np.full_like(z, self.mean) if self.constant else z * self.std + self.mean

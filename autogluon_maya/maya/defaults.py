@@ -25,11 +25,12 @@ DEFAULT_PARAMS = {
     "decoder_if_bias": True,
     "qk_shared_weights": False,
     # optimisation
-    "learning_rate": 5e-4,
+    "learning_rate": 1e-3,
     "weight_decay": 1e-5,
     "batch_size": 256,
     "max_epochs": 200,
     "early_stopping": True,
+    "train_context_size": 0,
     "patience": 16,
     # preprocessing / inference
     "quantile_transform": True,

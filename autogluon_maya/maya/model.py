@@ -132,8 +132,7 @@ class MayaModel(AbstractTorchModel):
             vx_num, vx_cat = to_tensors([val_enc.x_num, val_enc.x_cat], device)
             y_val_np = np.asarray(y_val)
 
-            def val_score_fn(f: FittedMaya) -> float:
-                f.set_context(x_num, x_cat, y_label_t)
+            def val_score_fn(f: FittedMaya) -> float:  # the trainer has just refreshed f's context
                 raw = f.predict_raw(vx_num, vx_cat, int(p["predict_chunk_size"]), p["context_topk"])
                 return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=self._raw_to_proba(raw),
                                                     metric=self.stopping_metric)

@@ -103,8 +103,7 @@ class MBABlock(nn.Module):
 
     All branches' Q/K/V come from one matmul and run as one attention call with
     ``num_branch * num_heads`` heads; the shared FFN runs once over the stacked branches.  This is
-    the same arithmetic as looping over branches, but in a few large kernels instead of many small
-    ones (on 2 CPU cores the loop version was ~1.6x slower per epoch).
+    the same arithmetic as looping over branches, in a few large kernels instead of many small ones.
 
     ``branch_weights`` is a buffer: the training loop updates it (EMA of the softmax of per-branch
     losses, see ``MayaNetwork.update_branch_weights``) and inference uses it as stored.
@@ -256,12 +255,25 @@ class MayaNetwork(nn.Module):
             h = blk(h, k, values, mask=mask, topk=topk)
         return self.predictor(h)
 
-    def forward_train(self, x_num, x_cat, y, return_branches: bool = False):
-        """Training forward: the batch is its own context and each row's own label is masked out."""
+    def forward_train(self, x_num, x_cat, y, return_branches: bool = False,
+                      memory_enc: Optional[torch.Tensor] = None, memory_y: Optional[torch.Tensor] = None,
+                      memory_mask: Optional[torch.Tensor] = None):
+        """Training forward: the batch is its own context and each row's own label is masked out.
+
+        Optionally the context is widened by a *memory*: encodings of other training rows computed
+        without gradient at the start of the epoch (keys are re-projected with the current weights and
+        label embeddings recomputed, so gradients still reach the decoder).  ``memory_mask`` (B, M) is
+        True where memory row m is the batch row itself; those entries are hidden too, so no row ever
+        sees its own label.
+        """
         enc, branches = self.encode(x_num, x_cat, return_branches=True)
-        keys = self.project_keys(enc)
         eye = torch.eye(enc.shape[0], dtype=torch.bool, device=enc.device)
-        out = self.decode(enc, keys, self.embed_labels(y), mask=eye)
+        ctx, values, mask = enc, self.embed_labels(y), eye
+        if memory_enc is not None and len(memory_enc):
+            ctx = torch.cat([enc, memory_enc.to(enc.dtype)])
+            values = torch.cat([values, self.embed_labels(memory_y)])
+            mask = torch.cat([eye, memory_mask], dim=1)
+        out = self.decode(enc, self.project_keys(ctx), values, mask=mask)
         return (out, branches) if return_branches else out
 
     @torch.no_grad()

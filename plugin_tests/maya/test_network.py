@@ -301,6 +301,54 @@ def test_forward_train_does_not_leak_own_label(label_kind):
     assert (out1[others] - out2[others]).abs().amax(1).min() > 1e-5  # every other row reads row 3's label
 
 
+def test_training_memory_context_does_not_leak_own_label():
+    """With a memory context (train_context_size > 0) that contains the batch row itself, the row's own
+    memory entry is masked: changing its label there leaves its output unchanged, while a memory row
+    that is not in the batch does influence it."""
+    net = tiny_net(label_kind="real", num_decoder_layers=2)
+    net.eval()
+    B, M = 5, 6
+    x_num, x_cat = tiny_inputs(B)
+    y = torch.randn(B)
+    with torch.no_grad():
+        mem_enc = torch.randn(M, net.predictor.in_features)
+    mem_y = torch.randn(M)
+    batch_idx, mem_idx = torch.arange(B), torch.tensor([2, 10, 11, 12, 13, 14])  # memory row 0 is batch row 2
+    mask = batch_idx.view(-1, 1) == mem_idx.view(1, -1)
+    with torch.no_grad():
+        out1 = net.forward_train(x_num, x_cat, y, memory_enc=mem_enc, memory_y=mem_y, memory_mask=mask)
+        y_self = mem_y.clone()
+        y_self[0] += 5.0  # row 2's own label, as seen through the memory
+        out2 = net.forward_train(x_num, x_cat, y, memory_enc=mem_enc, memory_y=y_self, memory_mask=mask)
+        y_other = mem_y.clone()
+        y_other[1] += 5.0  # a row outside the batch
+        out3 = net.forward_train(x_num, x_cat, y, memory_enc=mem_enc, memory_y=y_other, memory_mask=mask)
+    torch.testing.assert_close(out1[2], out2[2], rtol=0, atol=1e-6)
+    assert (out1[2] - out3[2]).abs().max() > 1e-5
+
+
+def test_train_maya_with_memory_context_runs_and_lowers_loss():
+    torch.manual_seed(0)
+    n = 64
+    x_num = torch.randn(n, 3)
+    x_cat = torch.zeros(n, 0, dtype=torch.long)
+    y = (x_num[:, 0] > 0).long()
+    net = MayaNetwork(3, [], 2, "class", num_classes=2, hidden_size=8, num_heads=2, num_branch=2, num_layers=1,
+                      dropout=0.0, decoder_dropout=0.0)
+    fitted = FittedMaya(net)
+    loss_fn = make_loss("class")
+    fitted.set_context(x_num, x_cat, y)
+    before = loss_fn(fitted.predict_raw(x_num, x_cat), y).mean().item()
+    params = {**_train_params(True), "train_context_size": 32, "patience": None}
+    summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
+                         loss_fn=loss_fn, params=params, device=torch.device("cpu"), budget=TimeBudget(None),
+                         seed=0, max_epochs=15)
+    assert summary["steps"] == 15 * 4
+    fitted.set_context(x_num, x_cat, y)
+    after = loss_fn(fitted.predict_raw(x_num, x_cat), y).mean().item()
+    assert after < before, (before, after)
+
+
 # ---- IAIL block -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("shared", [False, True])
 def test_iail_similarity_is_negative_squared_distance(shared):

@@ -1,0 +1,88 @@
+"""Bad input through the real TabularPredictor: each case gives valid predictions or a clear error."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from autogluon.tabular import TabularPredictor
+
+TINY = {"max_epochs": 4, "hidden_size": 16, "num_heads": 2, "num_layers": 1, "batch_size": 64}
+
+
+def _frame(n=240, seed=0):
+    rng = np.random.default_rng(seed)
+    x1, x2 = rng.normal(size=n), rng.normal(size=n)
+    cat = rng.choice(["a", "b", "c"], size=n)
+    y = ((x1 + (cat == "a")) > 0.3).astype(int)
+    return pd.DataFrame({"x1": x1, "x2": x2, "cat": cat, "y": y})
+
+
+def _fit(df, label="y", **kw):
+    return TabularPredictor(label=label, path="ag", verbosity=0, **kw).fit(
+        df, hyperparameters={"MAYA": TINY}, raise_on_model_failure=True, fit_weighted_ensemble=False)
+
+
+def test_nan_and_inf_in_numerics_train_and_test():
+    df = _frame()
+    df.loc[::7, "x1"] = np.nan
+    df.loc[::11, "x2"] = np.inf
+    df.loc[::13, "x2"] = -np.inf
+    pred = _fit(df)
+    test = _frame(50, seed=1).drop(columns="y")
+    test.loc[::3, "x1"] = np.nan
+    test.loc[::4, "x2"] = np.inf
+    proba = pred.predict_proba(test)
+    assert proba.shape == (50, 2)
+    assert np.isfinite(proba.to_numpy()).all()
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-5)
+
+
+def test_unseen_category_at_predict_time_is_treated_as_missing():
+    df = _frame()
+    pred = _fit(df)
+    test = _frame(30, seed=2).drop(columns="y")
+    unseen = test.copy()
+    unseen["cat"] = "never_seen"
+    missing = test.copy()
+    missing["cat"] = np.nan
+    p_unseen, p_missing = pred.predict_proba(unseen), pred.predict_proba(missing)
+    assert np.isfinite(p_unseen.to_numpy()).all()
+    # both go to the reserved code 0, so the model sees the same input
+    np.testing.assert_allclose(p_unseen.to_numpy(), p_missing.to_numpy(), atol=1e-6)
+
+
+def test_all_missing_column():
+    df = _frame()
+    df["empty"] = np.nan
+    pred = _fit(df)
+    test = _frame(20, seed=3).drop(columns="y")
+    test["empty"] = 5.0  # values appear only at predict time
+    out = pred.predict_proba(test)
+    assert np.isfinite(out.to_numpy()).all() and len(out) == 20
+
+
+def test_single_row_class_multiclass():
+    df = _frame(300)
+    df["y"] = np.where(df.x2 > 0.5, "hi", np.where(df.x2 < -0.5, "lo", "mid"))
+    df.loc[0, "y"] = "lonely"  # one row of a fourth class
+    pred = _fit(df, problem_type="multiclass")
+    proba = pred.predict_proba(df.drop(columns="y").head(40))
+    assert np.isfinite(proba.to_numpy()).all()
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-5)
+    assert set(pred.predict(df.drop(columns="y").head(40))) <= set(pred.class_labels)
+
+
+def test_regression_with_constant_target_predicts_that_constant():
+    df = _frame()
+    df["y"] = 3.25
+    pred = _fit(df, problem_type="regression")
+    np.testing.assert_allclose(pred.predict(df.head(10).drop(columns="y")), 3.25, atol=1e-4)
+
+
+def test_model_learns_a_simple_signal():
+    """Not a smoke test: a clean threshold signal must be learned well above chance."""
+    df = _frame(600)
+    pred = TabularPredictor(label="y", path="ag2", verbosity=0).fit(
+        df.iloc[:450], hyperparameters={"MAYA": {**TINY, "max_epochs": 30}}, raise_on_model_failure=True,
+        fit_weighted_ensemble=False)
+    acc = (pred.predict(df.iloc[450:].drop(columns="y")) == df.iloc[450:].y).mean()
+    assert acc > 0.8, acc

@@ -29,6 +29,9 @@ DEFAULT_PARAMS = {
     "weight_decay": 1e-5,
     "batch_size": 256,
     "max_epochs": 200,
+    "lr_scheduler": "plateau",  # or "none" (constant rate)
+    "lr_plateau_patience": 5,
+    "lr_plateau_factor": 0.3,
     "early_stopping": True,
     "train_context_size": 0,
     "patience": 16,

@@ -481,3 +481,24 @@ def test_decoder_layers_are_chained():
     h1 = net.decoder[0](q, keys[0], values)
     expected = net.predictor(net.decoder[1](h1, keys[1], values))
     torch.testing.assert_close(net.decode(q, keys, values), expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("with_validation", [True, False])
+def test_learning_rate_decays_on_plateau_or_along_cosine(with_validation):
+    """With validation, a flat score triggers ReduceLROnPlateau; without (refit_full), a cosine decay."""
+    torch.manual_seed(0)
+    x_num, x_cat = torch.randn(32, 3), torch.zeros(32, 0, dtype=torch.long)
+    y = (x_num[:, 0] > 0).long()
+    net = MayaNetwork(3, [], 2, "class", num_classes=2, hidden_size=8, num_heads=2, num_branch=1, num_layers=1)
+    params = {**_train_params(False), "learning_rate": 1e-2, "lr_plateau_patience": 2, "patience": None}
+    summary = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
+                         loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
+                         budget=TimeBudget(None), seed=0, max_epochs=8,
+                         val_score_fn=(lambda f: 0.5) if with_validation else None)
+    assert summary["epochs"] == 8
+    assert summary["final_lr"] < 1e-2 * 0.5, summary["final_lr"]
+    constant = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
+                          loss_fn=make_loss("class"), params={**params, "lr_scheduler": "none"},
+                          device=torch.device("cpu"), budget=TimeBudget(None), seed=0, max_epochs=8,
+                          val_score_fn=(lambda f: 0.5) if with_validation else None)
+    assert constant["final_lr"] == 1e-2

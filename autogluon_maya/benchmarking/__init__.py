@@ -1,0 +1,18 @@
+"""Benchmark runner logic behind ``examples/benchmark.py``, kept importable so that tests can reach it.
+
+``results``  JSON-lines storage, result keys and resume (which fits are still to do).
+``stats``    score matrices, ranks, PAMA, Friedman/Wilcoxon/Holm for the critical-difference diagram.
+``plots``    the report's figures (matplotlib, Agg backend).
+``report``   ``results.md`` + figures from ``results.jsonl``.
+``runner``   one fit per child process (protocol P1), with its metrics, timings and peak memory.
+
+Only ``results`` and ``stats`` are imported here: the rest pulls in matplotlib or AutoGluon.
+"""
+
+from .results import Task, append_result, config_hash, latest_by_key, read_results, result_key, todo
+from .stats import average_ranks, critical_difference, holm, pama, rank_matrix, score_matrix
+
+__all__ = [
+    "Task", "append_result", "config_hash", "latest_by_key", "read_results", "result_key", "todo",
+    "average_ranks", "critical_difference", "holm", "pama", "rank_matrix", "score_matrix",
+]

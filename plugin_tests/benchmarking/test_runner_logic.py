@@ -1,0 +1,234 @@
+"""Logic of the benchmark runner (examples/benchmark.py) without any model fit: P1 splits, result keys
+and resume, ranks, PAMA, Holm, the CD statistics and the report files, on hand-made tables whose
+expected values are worked out by hand in the comments."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from autogluon_maya.benchmarking import (
+    Task,
+    append_result,
+    average_ranks,
+    config_hash,
+    critical_difference,
+    holm,
+    pama,
+    rank_matrix,
+    read_results,
+    score_matrix,
+    todo,
+)
+from autogluon_maya.benchmarking.stats import normalized_scores
+from autogluon_maya.common.protocol import Dataset, p1_split
+
+CFG = config_hash(300, None, {})
+
+
+def _row(dataset, model, task, seed=0, status="ok", config=CFG, **metrics):
+    row = {"dataset": dataset, "model": model, "seed": seed, "config": config, "task": task, "status": status,
+           "time_limit": 300.0, "max_rows": None, "hyperparameters": {}, "fit_s": 10.0 + len(model),
+           "predict_s_per_1k": 0.01, "mem_fit_peak_mb": 500.0}
+    row.update(metrics)
+    return row
+
+
+def _table():
+    """d1 binary accuracy: A .90 (mean of .88/.92), B .80, C .80  -> ranks A 1, B 2.5, C 2.5 (tie)
+    d2 regression RMSE:  A 2.0, B 1.0, C 3.0                  -> ranks B 1, A 2, C 3
+    d3 multiclass acc:   A failed, B .70, C .75               -> ranks C 1, B 2, A 3 (failed = last)
+    average ranks: A (1+2+3)/3 = 2.00, B (2.5+1+2)/3 = 1.83, C (2.5+3+1)/3 = 2.17"""
+    b, m = "binary", "multiclass"
+    return [
+        _row("d1", "A", b, 0, accuracy=0.88, roc_auc=0.90), _row("d1", "A", b, 1, accuracy=0.92, roc_auc=0.94),
+        _row("d1", "B", b, 0, accuracy=0.80, roc_auc=0.85), _row("d1", "B", b, 1, accuracy=0.80, roc_auc=0.85),
+        _row("d1", "C", b, 0, accuracy=0.80, roc_auc=0.95), _row("d1", "C", b, 1, accuracy=0.80, roc_auc=0.95),
+        _row("d2", "A", "regression", rmse=2.0), _row("d2", "B", "regression", rmse=1.0),
+        _row("d2", "C", "regression", rmse=3.0),
+        _row("d3", "A", m, status="error: RuntimeError: boom"),
+        _row("d3", "B", m, accuracy=0.70, roc_auc=0.80), _row("d3", "C", m, accuracy=0.75, roc_auc=0.81),
+    ]
+
+
+# --- P1 split ------------------------------------------------------------------------------------
+
+def _synthetic(n=1000):
+    rng = np.random.default_rng(0)
+    y = np.array(["a"] * 500 + ["b"] * 300 + ["c"] * 200)
+    rng.shuffle(y)
+    return Dataset("synthetic", pd.DataFrame({"x1": rng.normal(size=n), "x2": rng.integers(0, 5, n), "y": y}),
+                   "y", "multiclass")
+
+
+def test_p1_split_is_reproducible_sized_and_stratified():
+    ds = _synthetic()
+    first, again, other = p1_split(ds, 0), p1_split(ds, 0), p1_split(ds, 1)
+    for a, b in zip(first, again):
+        assert list(a.index) == list(b.index)
+    assert list(first[2].index) != list(other[2].index)
+    assert [len(p) for p in first] == [640, 160, 200]
+    assert sorted(np.concatenate([p.index for p in first])) == list(range(1000))
+    full = ds.data["y"].value_counts(normalize=True)
+    for part in first:
+        share = part["y"].value_counts(normalize=True).reindex(full.index, fill_value=0.0)
+        assert (share - full).abs().max() <= 1.0 / len(part) + 1e-12
+
+
+def test_p1_split_regression_sizes():
+    ds = _synthetic()
+    ds = Dataset("reg", ds.data.assign(y=np.arange(1000.0)), "y", "regression")
+    assert [len(p) for p in p1_split(ds, 3)] == [640, 160, 200]
+
+
+# --- keys and resume -----------------------------------------------------------------------------
+
+def test_config_hash_is_short_stable_and_order_free():
+    assert CFG == config_hash(300.0, None, None) == "21cf8eb9"
+    assert config_hash(60, 1000, {"a": 1, "b": 2}) == config_hash(60.0, 1000, {"b": 2, "a": 1}) == "b4e04beb"
+    assert config_hash(300, 1000, {}) != CFG
+    assert config_hash(300, None, {"a": 1}) != CFG
+
+
+def test_resume_skips_finished_keys(tmp_path):
+    path = tmp_path / "results.jsonl"
+    tasks = [Task(d, m, s, 300) for d in ("d1", "d2") for s in (0, 1) for m in ("A", "B")]
+    append_result(path, _row("d1", "A", "binary", 0, accuracy=0.9, roc_auc=float("nan")))
+    append_result(path, _row("d1", "B", "binary", 0, status="error: ImportError: pytabkit"))
+    append_result(path, _row("d1", "A", "binary", 1, config=config_hash(60, None, {}), accuracy=0.8))  # other config
+    with open(path, "a") as f:
+        f.write('{"dataset": "d2", "model": "A", "se')  # a line cut short by a kill
+    with pytest.warns(UserWarning, match="unreadable"):
+        rows = read_results(path)
+    assert len(rows) == 3 and rows[0]["roc_auc"] is None  # NaN stored as null
+    pending = [t.key[:3] for t in todo(tasks, rows)]
+    assert ("d1", "A", 0) not in pending and ("d1", "B", 0) not in pending
+    assert ("d1", "A", 1) in pending and len(pending) == 6
+    retry = [t.key[:3] for t in todo(tasks, rows, retry_failed=True)]
+    assert ("d1", "B", 0) in retry and len(retry) == 7
+    # a later success for the failed key replaces it
+    append_result(path, _row("d1", "B", "binary", 0, accuracy=0.7))
+    with pytest.warns(UserWarning):
+        assert len(todo(tasks, read_results(path), retry_failed=True)) == 6
+
+
+# --- ranks, PAMA, Holm, CD -----------------------------------------------------------------------
+
+def test_ranks_with_tie_and_failure():
+    sm = score_matrix(_table())
+    assert sm.values.loc["d1", "A"] == pytest.approx(0.90)
+    ranks = rank_matrix(sm.oriented)
+    assert ranks.loc["d1"].tolist() == [1.0, 2.5, 2.5]
+    assert ranks.loc["d2"].tolist() == [2.0, 1.0, 3.0]
+    assert ranks.loc["d3"].tolist() == [3.0, 2.0, 1.0]
+    avg = average_ranks(ranks)
+    assert list(avg.index) == ["B", "A", "C"]
+    assert avg.to_dict() == pytest.approx({"A": 2.0, "B": 5.5 / 3, "C": 6.5 / 3})
+
+
+def test_score_matrix_leaves_out_pending_datasets_and_rare_models():
+    rows = _table() + [_row("d4", "A", "binary", accuracy=0.5), _row("d4", "B", "binary", accuracy=0.6),
+                       _row("d1", "D", "binary", accuracy=0.99)]
+    sm = score_matrix(rows)
+    assert sm.excluded_models == ["D"]  # run on 1 of 4 datasets
+    assert sm.excluded_datasets == ["d4"]  # C not run there yet
+    assert list(sm.values.index) == ["d1", "d2", "d3"]
+
+
+def test_pama_strict_with_tie_and_with_tolerance():
+    """d1..d3 as in _table plus d5 (binary): A .60, B .60, C .50 (A and B tie for best).
+    tolerance 0: best sets d1 {A}, d2 {B}, d3 {C}, d5 {A, B} -> A 50 %, B 50 %, C 25 %.
+    tolerance 0.2: d1 >= .72 {A, B, C}; d2 RMSE <= 1.2 {B}; d3 >= .60 {B, C} (A failed); d5 >= .48
+    {A, B, C} -> A 50 %, B 100 %, C 75 %."""
+    rows = _table() + [_row("d5", "A", "binary", accuracy=0.6), _row("d5", "B", "binary", accuracy=0.6),
+                       _row("d5", "C", "binary", accuracy=0.5)]
+    oriented = score_matrix(rows).oriented
+    assert pama(oriented).to_dict() == pytest.approx({"A": 50.0, "B": 50.0, "C": 25.0})
+    assert pama(oriented, tolerance=0.2).to_dict() == pytest.approx({"A": 50.0, "B": 100.0, "C": 75.0})
+
+
+def test_holm_against_hand_computed_values():
+    # sorted: .005*4 = .02, .01*3 = .03, .03*2 = .06, .04*1 = .04 -> running max .02 .03 .06 .06
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])  # 2 x .5 = 1, capped
+    assert holm([0.2]) == pytest.approx([0.2])
+
+
+def test_holm_matches_statsmodels_if_installed():
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    p = np.random.default_rng(0).uniform(0, 0.2, 12)
+    assert holm(p) == pytest.approx(multitest.multipletests(p, method="holm")[1])
+
+
+def test_critical_difference_groups_and_few_datasets():
+    # A best on all 8 datasets; B and C alternate second/third -> {B, C} not different, A apart.
+    rows = []
+    for i in range(8):
+        b, c = (0.80, 0.70) if i % 2 == 0 else (0.70, 0.80)
+        rows += [_row(f"d{i}", "A", "binary", accuracy=0.95 + 0.001 * i),
+                 _row(f"d{i}", "B", "binary", accuracy=b + 0.01 * i),
+                 _row(f"d{i}", "C", "binary", accuracy=c + 0.011 * i)]
+    sm = score_matrix(rows)
+    ranks = rank_matrix(sm.oriented)
+    cd = critical_difference(ranks, normalized_scores(sm.oriented))
+    # Friedman: 12 / (8*3*4) * (8^2 + 20^2 + 20^2) - 3*8*4 = 12 -> p = exp(-6)
+    assert cd.friedman_p == pytest.approx(np.exp(-6.0))
+    assert cd.pairwise_p.loc["A", "B"] < 0.05 and cd.pairwise_p.loc["A", "C"] < 0.05
+    assert [sorted(g) for g in cd.groups] == [["B", "C"]]
+    few = critical_difference(ranks.iloc[:2], normalized_scores(sm.oriented).iloc[:2])
+    assert few.friedman_p is None and few.groups == [] and "too few" in few.note
+
+
+def test_roc_auc_matches_sklearn():
+    from sklearn.metrics import roc_auc_score
+
+    from autogluon_maya.benchmarking.runner import roc_auc
+
+    rng = np.random.default_rng(0)
+    y = rng.choice(["a", "b", "c"], 300)
+    raw = rng.uniform(size=(300, 3)) + 0.8 * (y[:, None] == np.array(["a", "b", "c"]))
+    proba = pd.DataFrame(raw / raw.sum(1, keepdims=True), columns=["a", "b", "c"])
+    assert roc_auc(y, proba) == pytest.approx(roc_auc_score(y, proba.to_numpy(), multi_class="ovr",
+                                                            average="macro", labels=["a", "b", "c"]))
+    yb = (y == "a").astype(int)
+    pb = pd.DataFrame({0: 1 - proba["a"], 1: proba["a"]})
+    assert roc_auc(yb, pb, positive_class=1) == pytest.approx(roc_auc_score(yb, proba["a"]))
+    assert roc_auc(np.ones(5, int), pb.iloc[:5], positive_class=1) is None
+
+
+# --- report --------------------------------------------------------------------------------------
+
+def test_report_writes_markdown_and_figures(tmp_path):
+    from autogluon_maya.benchmarking.report import REPORT_FILES, write_report
+
+    for row in _table():
+        append_result(tmp_path / "results.jsonl", row)
+    paths = write_report(tmp_path)
+    for name in REPORT_FILES:
+        assert paths[name].exists() and paths[name].stat().st_size > 0
+    md = paths["results.md"].read_text()
+    lines = {line.split("|")[1].strip(): line for line in md.splitlines() if line.startswith("| ") and
+             line.split("|")[1].strip() in ("A", "B", "C")}
+    assert lines["B"].startswith("| B | 1.83 |")
+    assert lines["A"].startswith("| A | 2.00 |")
+    assert lines["C"].startswith("| C | 2.17 |")
+    assert "**0.9000 ± 0.0283**" in md  # d1 accuracy of A: mean .90, std of (.88, .92) with ddof 1
+    assert "error: RuntimeError: boom" in md
+    assert "no significant differences" in md  # Friedman on 3 datasets: p far above .05, one group
+    json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0])
+
+
+def test_report_on_empty_and_single_dataset(tmp_path):
+    from autogluon_maya.benchmarking.report import REPORT_FILES, write_report
+
+    paths = write_report(tmp_path / "empty")
+    assert all(paths[n].exists() for n in REPORT_FILES)
+    assert "No results yet" in paths["results.md"].read_text()
+    for row in _table()[:6]:
+        append_result(tmp_path / "one" / "results.jsonl", row)
+    paths = write_report(tmp_path / "one", report_dir=tmp_path / "one" / "report")
+    assert all(paths[n].exists() and paths[n].parent.name == "report" for n in REPORT_FILES)
+    assert "too few for significance tests" in paths["results.md"].read_text()

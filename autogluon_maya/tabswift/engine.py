@@ -1,0 +1,168 @@
+"""Cached in-context inference for TabSwift (SPEC section 3, "Split attention" and "Early exit").
+
+``encode_context`` runs registers + support through every block once and keeps, per block, the
+context's keys/values (after LN1 and the K/V projections) and the mean register state after the block
+(the exit heads' task summary).  Because the context never reads a query, that cache is exact: a
+query's prediction depends only on itself and the cache, whatever the query batching.
+
+``predict`` pushes query batches through the blocks against the cache.  With an exit threshold τ a
+query leaves at the first layer whose sigmoid(exit logit) >= τ and takes that layer's prediction
+head; exited rows are removed from the batch, so later blocks run on fewer rows (the wall-clock
+saving is real, not a masked-out computation).  Queries that never pass τ use the final head after
+the last block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import List, Optional
+
+import torch
+
+from .network import CLASSIFICATION, REGRESSION, TabSwiftNetwork, check_task
+
+
+@dataclass
+class ContextCache:
+    """Everything a query needs from the context; tied to the network that built it.
+
+    ``keys``/``values``: per block, (1, H, K + n_support, d_h).  ``register_means``: per block, (1, d),
+    the mean register state *after* that block.  For regression ``y_mean``/``y_std`` undo the target
+    standardization; ``n_classes`` is the number of logits kept for classification.
+    """
+
+    task: str
+    keys: List[torch.Tensor]
+    values: List[torch.Tensor]
+    register_means: List[torch.Tensor]
+    n_features: int
+    n_support: int
+    n_classes: Optional[int] = None
+    y_mean: float = 0.0
+    y_std: float = 1.0
+
+    def to(self, device) -> "ContextCache":
+        move = lambda ts: [t.to(device) for t in ts]  # noqa: E731
+        return replace(self, keys=move(self.keys), values=move(self.values),
+                       register_means=move(self.register_means))
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values, *self.register_means))
+
+
+@dataclass
+class EnginePrediction:
+    """``predictions``: (Q, n_classes) logits, or (Q,) regression values in the units of y_support.
+    ``exit_layer``: (Q,) number of blocks each query went through (1..L).
+    ``rows_per_layer``: how many query rows each block processed in this call."""
+
+    predictions: torch.Tensor
+    exit_layer: torch.Tensor
+    rows_per_layer: List[int]
+
+
+class TabSwiftEngine:
+    """Cached inference for one table at a time (an ensemble member is one table and one cache).
+
+    ``chunk_size`` bounds the rows whose attention is computed at once, i.e. memory
+    O(chunk_size x (K + n_support)) per head, both when encoding the context and when predicting.
+    """
+
+    def __init__(self, network: TabSwiftNetwork, chunk_size: int = 1024):
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+        self.net = network
+        self.chunk_size = int(chunk_size)
+
+    def _tensor(self, a, dtype=None) -> torch.Tensor:
+        p = self.net.registers
+        return torch.as_tensor(a).to(device=p.device, dtype=dtype or p.dtype)
+
+    @torch.no_grad()
+    def encode_context(self, x_support, y_support, task: str, n_classes: Optional[int] = None) -> ContextCache:
+        """Run registers + support through all blocks once; return the per-block K/V cache.
+
+        x_support (n, F) numeric and preprocessed; y_support (n,) class ids 0..C-1 or raw regression
+        targets, which are standardized here with the context's mean/std (and un-standardized by
+        ``predict``).  ``n_classes`` defaults to max(y) + 1.
+        """
+        check_task(task)
+        x = self._tensor(x_support)
+        if x.dim() != 2 or x.shape[0] == 0:
+            raise ValueError(f"x_support must be a non-empty (rows, features) array, got {tuple(x.shape)}")
+        y = torch.as_tensor(y_support).to(x.device)
+        if y.shape != x.shape[:1]:
+            raise ValueError(f"y_support has shape {tuple(y.shape)}, expected ({x.shape[0]},)")
+        y_mean, y_std = 0.0, 1.0
+        if task == CLASSIFICATION:
+            present = int(y.max()) + 1
+            n_classes = present if n_classes is None else int(n_classes)
+            if n_classes < present:
+                raise ValueError(f"n_classes={n_classes} but y_support contains class id {present - 1}")
+            if not 1 <= n_classes <= self.net.config.max_classes:
+                raise ValueError(f"n_classes={n_classes} outside [1, C_max={self.net.config.max_classes}]")
+        else:
+            y = y.double()
+            y_mean, y_std = float(y.mean()), float(y.std(unbiased=False))
+            if not y_std > 1e-12 * (1.0 + abs(y_mean)):  # constant target: shift only
+                y_std = 1.0
+            y = ((y - y_mean) / y_std).to(x.dtype)
+            n_classes = None
+
+        h = self.net.context_tokens(x.unsqueeze(0), y.unsqueeze(0), task)
+        keys, values, reg_means = [], [], []
+        for block in self.net.blocks:
+            k, v = block.context_kv(h)
+            h = torch.cat([block.mix(h[:, s:s + self.chunk_size], k, v)
+                           for s in range(0, h.shape[1], self.chunk_size)], dim=1)
+            keys.append(k)
+            values.append(v)
+            reg_means.append(self.net.register_mean(h))
+        return ContextCache(task=task, keys=keys, values=values, register_means=reg_means,
+                            n_features=x.shape[1], n_support=x.shape[0], n_classes=n_classes,
+                            y_mean=y_mean, y_std=y_std)
+
+    @torch.no_grad()
+    def predict(self, x_query, cache: ContextCache, tau: Optional[float] = None) -> EnginePrediction:
+        """Predict queries (Q, F) against ``cache``; ``tau=None`` disables early exit."""
+        net, L = self.net, len(self.net.blocks)
+        if len(cache.keys) != L:
+            raise ValueError(f"cache has {len(cache.keys)} layers, network has {L}")
+        if tau is not None and net.n_exit_layers == 0:
+            raise ValueError("early exit requested but the network was built with early_exit=False")
+        x = self._tensor(x_query)
+        if x.dim() != 2 or x.shape[1] != cache.n_features:
+            raise ValueError(f"x_query must be (rows, {cache.n_features}), got {tuple(x.shape)}")
+        Q, task = x.shape[0], cache.task
+        width = net.config.max_classes if task == CLASSIFICATION else None
+        out = x.new_zeros((Q, width) if width else (Q,))
+        exit_layer = torch.full((Q,), L, dtype=torch.long, device=x.device)
+        rows = [0] * L
+        n_exit = net.n_exit_layers if tau is not None else 0
+
+        for s in range(0, Q, self.chunk_size):
+            idx = torch.arange(s, min(s + self.chunk_size, Q), device=x.device)
+            h = net.embed_rows(x[idx].unsqueeze(0))  # queries carry no label embedding
+            for e, block in enumerate(net.blocks):
+                h = block.mix(h, cache.keys[e], cache.values[e])
+                rows[e] += h.shape[1]
+                if e < n_exit:
+                    done = torch.sigmoid(net.exit_heads[e](h, cache.register_means[e], task))[0] >= tau
+                    if bool(done.any()):
+                        out[idx[done]] = net.layer_heads[e](h[:, done], task)[0]
+                        exit_layer[idx[done]] = e + 1
+                        h, idx = h[:, ~done], idx[~done]
+                        if idx.numel() == 0:
+                            break
+            if idx.numel():
+                out[idx] = net.head(h, task)[0]
+
+        if task == CLASSIFICATION:
+            out = out[:, :cache.n_classes]
+        else:
+            out = out * cache.y_std + cache.y_mean
+        return EnginePrediction(predictions=out, exit_layer=exit_layer, rows_per_layer=rows)
+
+
+__all__ = ["ContextCache", "EnginePrediction", "TabSwiftEngine", "CLASSIFICATION", "REGRESSION"]

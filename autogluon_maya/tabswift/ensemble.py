@@ -1,0 +1,233 @@
+"""Inference-time ensembling around ``TabSwiftEngine`` (SPEC section 3; reference doc 1a-ii, 1a step 7).
+
+A *member* is (normalization variant, feature permutation, class shift).  The network has no positional
+encoding over features or classes in a learned-invariant way -- its row embedding is a linear map of an
+ordered vector and its label table is indexed by class id -- so each member sees the task through a
+different, equally valid "view" and their errors partly cancel.  Construction (as TabICL/TabSwift):
+the rows of a random Latin square give F distinct feature permutations (each feature visits every
+position equally often); shifts are a random order of 0..C-1; (permutation, shift) pairs are drawn
+without replacement, crossed with the normalization list and truncated to ``n_estimators``.  All
+randomness comes from ``random_state``, so predictions are reproducible.
+
+Classification: a member with shift k feeds labels (y + k) mod C; its output column j then belongs to
+original class (j - k) mod C and is rolled back.  Members return log-probabilities; averaging them and
+applying softmax(mean / T), T = 0.9, equals averaging raw logits (log_softmax differs from the logits by
+a per-row constant, which cancels), and extends unchanged to the hierarchy below.
+
+More than C_max classes: classes are split into <= C_max balanced contiguous groups, recursively.  A
+node runs one ICL pass on group ids using only its own support rows; a leaf runs one on its relabelled
+classes; log p(class) = sum of log-probabilities along the path (a product of probabilities), so every
+class gets a probability and each row sums to 1.
+
+Regression: the engine standardizes the target with the context mean/std and maps its output back,
+so members' outputs are already in target units and are simply averaged.  A constant context target is
+returned exactly (the engine would add an untrained offset to it).
+
+Context rows above ``max_context_rows`` are subsampled once at fit time (stratified, every class kept,
+seeded); attention cost grows with the context, so this is what bounds predict time and memory.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+
+from .engine import TabSwiftEngine
+from .network import CLASSIFICATION, REGRESSION, TabSwiftNetwork, check_task
+from .preprocessing import NORM_METHODS, RowPreprocessor
+
+logger = logging.getLogger(f"autogluon.ext.{__name__}")
+
+
+@dataclass(frozen=True)
+class Member:
+    norm: str
+    permutation: Tuple[int, ...]
+    shift: int
+
+
+def latin_permutations(n_features: int, rng: np.random.Generator) -> np.ndarray:
+    """(F, F) random Latin square: row i is a permutation, every feature once in every position."""
+    base = rng.permutation(n_features)
+    square = base[(np.arange(n_features)[:, None] + np.arange(n_features)[None, :]) % n_features]
+    return square[rng.permutation(n_features)]
+
+
+def plan_members(n_estimators: int, n_features: int, n_classes: int, norms: Sequence[str], rng,
+                 class_shift: bool = True, feature_shuffle: bool = True) -> List[Member]:
+    perms = latin_permutations(n_features, rng) if feature_shuffle else np.arange(n_features)[None]
+    shifts = rng.permutation(n_classes) if class_shift and n_classes > 1 else np.zeros(1, dtype=int)
+    n_pairs = min(math.ceil(n_estimators / len(norms)), len(perms) * len(shifts))
+    picks = rng.choice(len(perms) * len(shifts), size=n_pairs, replace=False)
+    pairs = [(tuple(int(i) for i in perms[p // len(shifts)]), int(shifts[p % len(shifts)])) for p in picks]
+    return [Member(norm, perm, shift) for perm, shift in pairs for norm in norms][:n_estimators]
+
+
+def shift_labels(y: np.ndarray, shift: int, n_classes: int) -> np.ndarray:
+    return (np.asarray(y) + shift) % n_classes
+
+
+def unshift_columns(scores: np.ndarray, shift: int) -> np.ndarray:
+    """Column c of the result = column (c + shift) mod C of ``scores`` (inverse of ``shift_labels``)."""
+    return np.roll(scores, -shift, axis=1)
+
+
+def class_groups(n_classes: int, max_classes: int) -> List[Tuple[int, int]]:
+    """Balanced contiguous [start, stop) groups, at most ``max_classes`` of them (25, 10 -> 9/8/8)."""
+    n_groups = min(max_classes, math.ceil(n_classes / max_classes))
+    edges = np.linspace(0, n_classes, n_groups + 1).round().astype(int)
+    sizes = np.diff(edges)
+    edges = np.concatenate([[0], np.cumsum(np.sort(sizes)[::-1])])  # larger groups first
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def log_softmax(a: np.ndarray) -> np.ndarray:
+    a = a - a.max(1, keepdims=True)
+    return a - np.log(np.exp(a).sum(1, keepdims=True))
+
+
+def stratified_subsample(y: np.ndarray, max_rows: int, rng: np.random.Generator,
+                         stratify: bool = True) -> np.ndarray:
+    """Sorted indices of ``max_rows`` rows; with ``stratify`` every class keeps >= 1 row and the rest
+    is shared in proportion to the class counts (largest remainders).  Never fewer rows than classes."""
+    n = len(y)
+    if not stratify:
+        return np.sort(rng.choice(n, size=min(max_rows, n), replace=False))
+    classes, inverse, counts = np.unique(y, return_inverse=True, return_counts=True)
+    max_rows = min(max(max_rows, len(classes)), n)
+    extra = (max_rows - len(classes)) * (counts - 1) / max(n - len(classes), 1)
+    quota = 1 + np.floor(extra).astype(int)
+    order = np.argsort(-(extra - np.floor(extra)), kind="stable")
+    while quota.sum() < max_rows:  # one round suffices in exact arithmetic; loop guards float rounding
+        for c in order:
+            if quota.sum() < max_rows and quota[c] < counts[c]:
+                quota[c] += 1
+    chosen = [rng.choice(np.flatnonzero(inverse == c), size=quota[c], replace=False) for c in range(len(classes))]
+    return np.sort(np.concatenate(chosen))
+
+
+def _rows(X, idx):
+    return X.iloc[idx].reset_index(drop=True) if isinstance(X, pd.DataFrame) else np.asarray(X)[idx]
+
+
+class TabSwiftEnsemble:
+    """``fit(X_context, y)`` stores the (subsampled) context and fits one preprocessor per variant;
+    ``predict_proba`` / ``predict`` run every member against it.  y: class ids 0..C-1 or real targets."""
+
+    def __init__(self, network: TabSwiftNetwork, task: str, n_estimators: int = 8,
+                 norm_methods: Sequence[str] = NORM_METHODS, class_shift: bool = True,
+                 feature_shuffle: bool = True, softmax_temperature: float = 0.9,
+                 max_context_rows: int = 10_000, outlier_threshold: float = 4.0, random_state: int = 0,
+                 chunk_size: int = 1024, tau: Optional[float] = None):
+        self.task = check_task(task)
+        if n_estimators < 1 or not norm_methods or softmax_temperature <= 0 or max_context_rows < 1:
+            raise ValueError("need n_estimators >= 1, at least one norm method, softmax_temperature > 0 "
+                             "and max_context_rows >= 1")
+        self.network = network.eval()
+        self.engine = TabSwiftEngine(network, chunk_size=chunk_size)
+        self.n_estimators, self.norm_methods = int(n_estimators), tuple(norm_methods)
+        self.class_shift, self.feature_shuffle = class_shift, feature_shuffle
+        self.temperature, self.max_context_rows = float(softmax_temperature), int(max_context_rows)
+        self.outlier_threshold, self.random_state, self.tau = outlier_threshold, random_state, tau
+
+    # ---- fit ----------------------------------------------------------------------------------
+    def fit(self, X, y, n_classes: Optional[int] = None) -> "TabSwiftEnsemble":
+        y = np.asarray(y)
+        if len(y) != len(X) or len(y) == 0:
+            raise ValueError(f"need a non-empty context with one target per row, got {len(X)} rows, {len(y)} targets")
+        rng = np.random.default_rng(self.random_state)
+        self.n_classes_ = None
+        if self.task == CLASSIFICATION:
+            if not np.issubdtype(y.dtype, np.number) or np.any(y != np.round(y)) or y.min() < 0:
+                raise ValueError("classification targets must be integer class ids 0..C-1")
+            y = y.astype(np.int64)
+            self.n_classes_ = int(n_classes) if n_classes is not None else int(y.max()) + 1
+            if y.max() >= self.n_classes_:
+                raise ValueError(f"class id {int(y.max())} >= n_classes={self.n_classes_}")
+        else:
+            y = y.astype(np.float64)
+            if not np.isfinite(y).all():
+                raise ValueError("regression targets contain NaN/inf")
+        if len(y) > self.max_context_rows:
+            idx = stratified_subsample(y, self.max_context_rows, rng, stratify=self.task == CLASSIFICATION)
+            logger.info(f"TabSwift: context subsampled from {len(y)} to {len(idx)} rows (max_context_rows="
+                        f"{self.max_context_rows}{', stratified by class' if self.task == CLASSIFICATION else ''})")
+            X, y = _rows(X, idx), y[idx]
+        self.y_context_ = y
+        self.constant_target_ = float(y[0]) if self.task == REGRESSION and np.ptp(y) == 0 else None
+        F_max = self.network.config.max_features
+        self.preprocessors_: Dict[str, RowPreprocessor] = {}
+        self.x_context_: Dict[str, np.ndarray] = {}
+        for norm in self.norm_methods:
+            pre = RowPreprocessor(norm, F_max, self.outlier_threshold, self.random_state)
+            self.x_context_[norm] = pre.fit_transform(X)
+            self.preprocessors_[norm] = pre
+        n_features = self.x_context_[self.norm_methods[0]].shape[1]
+        self.members_ = plan_members(self.n_estimators, n_features, self.n_classes_ or 1, self.norm_methods,
+                                     rng, self.class_shift and self.task == CLASSIFICATION, self.feature_shuffle)
+        return self
+
+    # ---- one ICL pass and the class hierarchy ---------------------------------------------------
+    def _pass(self, xc: np.ndarray, yc: np.ndarray, xq: np.ndarray, n_classes: Optional[int]) -> np.ndarray:
+        cache = self.engine.encode_context(xc, yc, self.task, n_classes=n_classes)
+        return self.engine.predict(xq, cache, tau=self.tau).predictions.double().cpu().numpy()
+
+    def _class_log_proba(self, xc, yc, xq, n_classes: int) -> np.ndarray:
+        """log p(class | query) over ``n_classes`` ids, through the group hierarchy if needed."""
+        if n_classes == 1:
+            return np.zeros((len(xq), 1))
+        C_max = self.network.config.max_classes
+        if n_classes <= C_max:
+            return log_softmax(self._pass(xc, yc, xq, n_classes))
+        groups = class_groups(n_classes, C_max)
+        starts = np.array([a for a, _ in groups])
+        group_of = np.searchsorted(starts, yc, side="right") - 1
+        log_group = log_softmax(self._pass(xc, group_of, xq, len(groups)))
+        out = np.empty((len(xq), n_classes))
+        for g, (a, b) in enumerate(groups):
+            rows = group_of == g
+            inner = (self._class_log_proba(xc[rows], yc[rows] - a, xq, b - a) if rows.any()
+                     else np.full((len(xq), b - a), -np.log(b - a)))  # group absent from context: uniform
+            out[:, a:b] = log_group[:, g:g + 1] + inner
+        return out
+
+    def member_output(self, member: Member, xq: np.ndarray) -> np.ndarray:
+        """One member on already-preprocessed queries of its variant: log-probas (Q, C) or values (Q,)."""
+        perm = list(member.permutation)
+        xc, xq = self.x_context_[member.norm][:, perm], xq[:, perm]
+        if self.task == REGRESSION:
+            return self._pass(xc, self.y_context_, xq, None)
+        y = shift_labels(self.y_context_, member.shift, self.n_classes_)
+        return unshift_columns(self._class_log_proba(xc, y, xq, self.n_classes_), member.shift)
+
+    def _members_mean(self, X) -> np.ndarray:
+        if not hasattr(self, "members_"):
+            raise RuntimeError("TabSwiftEnsemble.predict called before fit")
+        xq = {norm: pre.transform(X) for norm, pre in self.preprocessors_.items()}
+        return np.mean([self.member_output(m, xq[m.norm]) for m in self.members_], axis=0)
+
+    # ---- public -------------------------------------------------------------------------------
+    def predict_proba(self, X) -> np.ndarray:
+        if self.task != CLASSIFICATION:
+            raise ValueError("predict_proba is for classification; use predict")
+        if len(X) == 0:
+            return np.zeros((0, self.n_classes_))
+        z = self._members_mean(X) / self.temperature
+        p = np.exp(log_softmax(z))
+        return p / p.sum(1, keepdims=True)
+
+    def predict(self, X) -> np.ndarray:
+        if self.task == CLASSIFICATION:
+            return self.predict_proba(X).argmax(1)
+        if self.constant_target_ is not None or len(X) == 0:
+            return np.full(len(X), self.constant_target_ if self.constant_target_ is not None else 0.0)
+        return self._members_mean(X)
+
+
+__all__ = ["Member", "TabSwiftEnsemble", "class_groups", "latin_permutations", "log_softmax", "plan_members",
+           "shift_labels", "stratified_subsample", "unshift_columns"]

@@ -1,0 +1,141 @@
+"""Table -> TabSwift row vectors (SPEC section 3 "Row token"; reference doc 1a-ii steps 1-4).
+
+Everything is fitted on the *context* (the labelled training rows the network will attend to) and then
+frozen, so a query row's features never depend on which other rows are transformed with it.
+
+Steps, in order:
+1. ``TabularEncoder(quantile_transform=False)`` (shared with MAYA): numerics with +-inf as missing,
+   median imputation and 0/1 missing indicators; categoricals as integer codes (0 = missing/unseen).
+   The quantile transform is off because the normalization variants below are TabSwift's own and the
+   ensemble needs the raw ("none") variant.  Codes of non-``category`` columns are re-ordered by
+   value: the encoder numbers them by first appearance, which would make the features -- and so the
+   predictions -- depend on the order of the context rows.
+2. Constant columns (on the context) are dropped; none left -> ``ValueError``.
+3. Per column: standardize with the context mean/std (clip at +-100), optionally Yeo-Johnson
+   (``norm="power"``), then a two-stage outlier clip at +-``outlier_threshold`` sigma that compresses
+   the excess logarithmically (keeps the order of extreme values but bounds their magnitude -- the
+   network was pretrained on tables clipped the same way).
+4. More than F_max columns -> PCA to min(F_max, n_context - 1) components, each z-scored on the
+   context.  The output width depends only on the column count and the context size, never on the
+   normalization variant, so ensemble members of both variants share one set of feature permutations.
+The network itself pads to F_max and rescales by F_max / F, so the output may be narrower than F_max.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+from sklearn.decomposition import PCA
+from sklearn.preprocessing import PowerTransformer
+
+from autogluon_maya.common.preprocessing import TabularEncoder
+
+NORM_METHODS = ("none", "power")
+_EPS = 1e-12
+
+
+def _as_frame(X) -> pd.DataFrame:
+    return X if isinstance(X, pd.DataFrame) else pd.DataFrame(np.asarray(X))
+
+
+def _mean_std(z: np.ndarray):
+    mean = z.mean(0)
+    std = z.std(0)
+    return mean, np.where(std > _EPS, std, 1.0)
+
+
+class RowPreprocessor:
+    """Fit on the context with ``fit``; ``transform`` returns float32 (n, F) with 1 <= F <= F_max."""
+
+    def __init__(self, norm: str = "none", max_features: int = 100, outlier_threshold: float = 4.0,
+                 random_state: int = 0):
+        if norm not in NORM_METHODS:
+            raise ValueError(f"norm must be one of {NORM_METHODS}, got {norm!r}")
+        self.norm = norm
+        self.max_features = int(max_features)
+        self.outlier_threshold = float(outlier_threshold)
+        self.random_state = random_state
+        self.encoder: Optional[TabularEncoder] = None
+
+    # ---- fitting ------------------------------------------------------------------------------
+    def fit_transform(self, X) -> np.ndarray:
+        return self.fit(X).transform(X)
+
+    def fit(self, X) -> "RowPreprocessor":
+        X = _as_frame(X)
+        if X.shape[1] == 0:
+            raise ValueError("TabSwift has zero usable features: the input table has no columns")
+        self.encoder = TabularEncoder(quantile_transform=False).fit(X)
+        for c in self.encoder.cat_cols:  # order-invariant codes (see module docstring)
+            if not isinstance(X[c].dtype, pd.CategoricalDtype):
+                cats = self.encoder.categories[c]
+                self.encoder.categories[c] = pd.Index(sorted(cats, key=lambda v: (type(v).__name__, str(v))),
+                                                      dtype=object)
+        raw = self._encode(X, keep=None)
+        self.keep_ = np.flatnonzero(np.ptp(raw, axis=0) > 0) if len(raw) else np.zeros(0, dtype=int)
+        if self.keep_.size == 0:
+            raise ValueError(f"TabSwift has zero usable features: all {raw.shape[1]} encoded columns "
+                             f"(from {X.shape[1]} input columns) are constant or entirely missing in the "
+                             f"{len(X)} context rows")
+        raw = raw[:, self.keep_]
+
+        self.mean_, self.std_ = _mean_std(raw)
+        z = np.clip((raw - self.mean_) / self.std_, -100, 100)
+        self.power_ = None
+        if self.norm == "power":
+            self.power_ = PowerTransformer(method="yeo-johnson", standardize=True)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                z = np.nan_to_num(self.power_.fit_transform(z))
+        # two-stage bounds: the second mean/std ignores the first stage's outliers, which would inflate it
+        t = self.outlier_threshold
+        m1, s1 = _mean_std(z)
+        inlier = np.abs(z - m1) <= t * s1
+        cnt = np.maximum(inlier.sum(0), 1)
+        m2 = np.where(inlier, z, 0).sum(0) / cnt
+        s2 = np.sqrt(np.where(inlier, (z - m2) ** 2, 0).sum(0) / cnt)
+        s2 = np.where(s2 > _EPS, s2, s1)
+        self.lower_, self.upper_ = m2 - t * s2, m2 + t * s2
+        z = self._clip(z)
+
+        self.pca_ = None
+        if z.shape[1] > self.max_features:
+            n_comp = max(1, min(self.max_features, len(z) - 1))
+            self.pca_ = PCA(n_components=n_comp, random_state=self.random_state).fit(z)
+            std = self.pca_.transform(z).std(0)
+            # components without variance (context rank < n_comp) stay ~0 instead of amplified noise
+            self.pca_std_ = np.where(std > 1e-6 * max(float(std.max()), _EPS), std, 1.0)
+            z = z[:, :n_comp]
+        self.n_features_out_ = z.shape[1]
+        return self
+
+    # ---- transform ----------------------------------------------------------------------------
+    def _encode(self, X: pd.DataFrame, keep) -> np.ndarray:
+        enc = self.encoder.transform(X)
+        raw = np.concatenate([enc.x_num.astype(np.float64), enc.x_cat.astype(np.float64)], axis=1)
+        return raw if keep is None else raw[:, keep]
+
+    def _clip(self, z: np.ndarray) -> np.ndarray:
+        hi, lo = self.upper_, self.lower_
+        z = np.where(z > hi, hi + np.log1p(np.maximum(z - hi, 0)), z)
+        return np.where(z < lo, lo - np.log1p(np.maximum(lo - z, 0)), z)
+
+    def transform(self, X) -> np.ndarray:
+        """Row-wise and stateless: the fitted statistics are never updated."""
+        if self.encoder is None:
+            raise RuntimeError("RowPreprocessor.transform called before fit")
+        z = np.clip((self._encode(_as_frame(X), self.keep_) - self.mean_) / self.std_, -100, 100)
+        if self.power_ is not None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                z = np.nan_to_num(self.power_.transform(z))
+        z = self._clip(z)
+        if self.pca_ is not None:
+            z = self.pca_.transform(z) / self.pca_std_
+        return np.nan_to_num(z).astype(np.float32)
+
+
+__all__ = ["NORM_METHODS", "RowPreprocessor"]

@@ -50,7 +50,7 @@ class FittedMaya(nn.Module):
             self.register_buffer(f"ctx_keys_{i}", torch.zeros(0))
 
     @torch.no_grad()
-    def set_context(self, x_num: torch.Tensor, x_cat: torch.Tensor, y: torch.Tensor, chunk: int = 4096):
+    def set_context(self, x_num: torch.Tensor, x_cat: torch.Tensor, y: torch.Tensor, chunk: int = 1024):
         """Encode every context row once; queries then only run the encoder on themselves."""
         self.net.eval()
         enc = torch.cat([self.net.encode(x_num[s:s + chunk], x_cat[s:s + chunk]).float()

@@ -23,6 +23,20 @@ def _in_tmp_dir(tmp_path, monkeypatch):
 
 
 @pytest.fixture
+def one_torch_thread_seeded():
+    """Component tests use tiny tensors: one torch thread is fastest on 2 cores; restore the count after."""
+    import torch
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+@pytest.fixture
 def load_dataset():
     """Load ``name`` from the shared datasets, optionally a seeded subsample of ``n`` rows."""
 

@@ -13,14 +13,7 @@ from autogluon_maya.common.preprocessing import TabularEncoder, TargetScaler
 from autogluon_maya.common.training import BestCheckpoint, batch_slices, torch_threads
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
 
 
 def _train_frame(n=200, seed=0):

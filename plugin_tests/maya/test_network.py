@@ -19,15 +19,7 @@ from autogluon_maya.maya.network import FeatureTokenizer, IAILBlock, MayaNetwork
 from autogluon_maya.maya.trainer import FittedMaya, make_loss, train_maya
 
 
-@pytest.fixture(autouse=True)
-def _one_thread_and_seed():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
 
 
 # ---- plain-torch references ---------------------------------------------------------------------

@@ -22,15 +22,7 @@ from autogluon_maya.tabswift.network import GatedSplitAttentionBlock
 ATOL = 1e-5
 
 
-@pytest.fixture(autouse=True)
-def _one_thread_and_seed():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
 
 
 def make_table(n_support=20, n_query=9, n_features=7, n_classes=3, task=CLASSIFICATION, seed=1):

@@ -23,15 +23,7 @@ from autogluon_maya.tabswift.preprocessing import RowPreprocessor
 from autogluon_maya.tabswift.weights import checkpoint_paths, load_checkpoint, save_checkpoint
 
 
-@pytest.fixture(autouse=True)
-def _one_thread_and_seed():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
 
 
 def mixed_frame(n=40, seed=0):

@@ -1,0 +1,32 @@
+"""MAYA bagged (parallel Ray folds by default), stacked with LightGBM, and refit_full, on a real table."""
+
+import numpy as np
+from autogluon.tabular import TabularPredictor
+
+from autogluon_maya.maya.trainer import effective_batch_size
+
+
+def test_small_tables_get_at_least_eight_steps_per_epoch():
+    assert effective_batch_size(256, 13_000) == 256
+    assert effective_batch_size(256, 300) == 37  # 300 // 8
+    assert effective_batch_size(256, 100) == 32  # never below 32 ...
+    assert effective_batch_size(16, 100) == 16  # ... unless the user asked for less
+    assert effective_batch_size(256, 3) == 32 and effective_batch_size(1, 3) == 2
+
+
+def test_bagged_stacked_with_gbm_and_refit_full():
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer(as_frame=True).frame
+    train, test = data.iloc[:450], data.iloc[450:]
+    pred = TabularPredictor(label="target", path="ag", verbosity=0).fit(
+        train, hyperparameters={"MAYA": {"max_epochs": 10}, "GBM": {}}, num_bag_folds=2, num_stack_levels=1,
+        time_limit=300)
+    names = set(pred.model_names())
+    assert {"Maya_BAG_L1", "Maya_BAG_L2", "LightGBM_BAG_L1", "WeightedEnsemble_L3"} <= names, names
+    lb = pred.leaderboard(test, silent=True).set_index("model")
+    assert lb.loc["Maya_BAG_L1", "score_test"] > 0.9  # learned, not the 63% majority class
+    refit = pred.refit_full()
+    assert refit["Maya_BAG_L1"] == "Maya_BAG_L1_FULL"
+    p_full = pred.predict_proba(test.drop(columns="target"), model="Maya_BAG_L2_FULL")
+    assert np.isfinite(p_full.to_numpy()).all() and len(p_full) == len(test)

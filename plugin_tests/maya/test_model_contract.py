@@ -17,3 +17,20 @@ def test_verify_model_all_problem_types():
 def test_verify_model_bagged_each_type(problem_type):
     FitHelper.verify_model(model_cls=MayaModel, model_hyperparameters=TINY, problem_types=[problem_type],
                            bag="first", refit_full=True, use_larger_toy_datasets=True)
+
+
+def test_memory_estimate_grows_with_rows_features_and_width():
+    import numpy as np
+    import pandas as pd
+
+    def est(n, f, **hp):
+        X = pd.DataFrame(np.zeros((n, f)), columns=[f"c{i}" for i in range(f)])
+        return MayaModel._estimate_memory_usage_static(X=X, hyperparameters=hp, num_classes=2)
+
+    assert est(10_000, 10) > est(1_000, 10)
+    assert est(1_000, 50) > est(1_000, 10)
+    assert est(1_000, 10, hidden_size=256) > est(1_000, 10)
+    # a search space in place of a value is read at its default instead of crashing
+    from autogluon.common import space
+    assert est(1_000, 10, hidden_size=space.Int(32, 512, default=64)) == est(1_000, 10)
+    assert 5e8 < est(4_507, 19) < 2e9  # telco_churn-sized: measured fit increase 646 MB

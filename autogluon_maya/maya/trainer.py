@@ -45,20 +45,22 @@ class FittedMaya(nn.Module):
         self.net = net
         self.n_keys = len(net.decoder)
         self.register_buffer("ctx_values", torch.zeros(0))
-        self.register_buffer("ctx_enc", torch.zeros(0))
         for i in range(self.n_keys):
             self.register_buffer(f"ctx_keys_{i}", torch.zeros(0))
 
     @torch.no_grad()
     def set_context(self, x_num: torch.Tensor, x_cat: torch.Tensor, y: torch.Tensor, chunk: int = 1024):
-        """Encode every context row once; queries then only run the encoder on themselves."""
+        """Encode every context row once; queries then only run the encoder on themselves.
+
+        Returns the row encodings (the training memory reuses them) without keeping them: only the
+        key projections and label embeddings are needed for prediction and saved with the model."""
         self.net.eval()
         enc = torch.cat([self.net.encode(x_num[s:s + chunk], x_cat[s:s + chunk]).float()
                          for s in range(0, len(x_num), chunk)])
-        self.ctx_enc = enc
         for i, k in enumerate(self.net.project_keys(enc)):
             setattr(self, f"ctx_keys_{i}", k)
         self.ctx_values = self.net.embed_labels(y)
+        return enc
 
     @property
     def context_size(self) -> int:
@@ -131,16 +133,15 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     batch_size = effective_batch_size(int(params["batch_size"]), n)
     history = []  # (epoch, seconds since fit start, validation score)
     memory_size = int(params.get("train_context_size") or 0)
-    context_fresh = False  # does fitted.ctx_enc reflect the current weights?
+    memory_enc = None  # encodings from the last set_context, if the weights have not changed since
     for epoch in range(1, max_epochs + 1):
         if epoch_time and budget.remaining() < epoch_time:
             logger.log(15, f"\tStopping MAYA at epoch {epoch - 1}: not enough time left for another epoch")
             break
         t0 = budget.elapsed()
         use_memory = memory_size > 0 and n > 2
-        if use_memory and not context_fresh:
-            fitted.set_context(x_num, x_cat, y_label)
-        context_fresh = False
+        if use_memory and memory_enc is None:
+            memory_enc = fitted.set_context(x_num, x_cat, y_label)
         net.train()
         interrupted = False
         for idx in batch_slices(n, batch_size, rng):
@@ -152,7 +153,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
             mem = {}
             if use_memory:
                 m_idx = torch.from_numpy(rng.choice(n, size=min(memory_size, n), replace=False)).to(device)
-                mem = {"memory_enc": fitted.ctx_enc[m_idx], "memory_y": y_label[m_idx],
+                mem = {"memory_enc": memory_enc[m_idx], "memory_y": y_label[m_idx],
                        "memory_mask": idx_t.view(-1, 1) == m_idx.view(1, -1)}
             with autocast(device):
                 out, branches = net.forward_train(x_num[idx_t], x_cat[idx_t], yl, return_branches=True, **mem)
@@ -168,9 +169,9 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
         if steps == 0:
             break
         epochs_done = epoch
+        memory_enc = None  # this epoch's steps changed the weights
         if val_score_fn is not None:
-            fitted.set_context(x_num, x_cat, y_label)
-            context_fresh = True
+            memory_enc = fitted.set_context(x_num, x_cat, y_label)
             score = val_score_fn(fitted)
             ckpt.update(score, epoch, net)
             if scheduler is not None:

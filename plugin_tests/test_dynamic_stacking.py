@@ -1,0 +1,67 @@
+"""Dynamic stacking (DyStack) with the STRING key "MAYA".
+
+AutoGluon runs the DyStack sub-fit in a fresh Ray worker that resolves the hyperparameter keys in its
+own model registry; without ``autogluon_maya._registry.install_dystack_hook`` that worker has never
+imported ``autogluon_maya``, the sub-fit dies with "Unknown model type ... 'MAYA'" (logged, not raised)
+and DyStack picks ``num_stack_levels`` from nothing.  MAYA's bagging keeps the default parallel (Ray)
+fold strategy, so the sub-fit's nested fold workers (which receive the model object, not the key) are
+exercised too.
+"""
+
+import logging
+from pathlib import Path
+
+from autogluon.tabular import TabularPredictor
+
+
+def test_string_key_is_trained_in_the_dystack_sub_fit(caplog):
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer(as_frame=True).frame.sample(n=300, random_state=0).reset_index(drop=True)
+    # For speed (each parallel fold is a fresh Ray worker): MAYA only on level 1, where it keeps the
+    # default parallel fold strategy; GBM fits its folds in-process.
+    gbm = {"num_boost_round": 10, "ag_args_ensemble": {"fold_fitting_strategy": "sequential_local"}}
+    ag_logger = logging.getLogger("autogluon")  # AutoGluon may stop propagation to the root logger
+    ag_logger.addHandler(caplog.handler)
+    try:
+        pred = TabularPredictor(label="target", path="ag", verbosity=2).fit(
+            data, hyperparameters={1: {"MAYA": {"max_epochs": 2}, "GBM": gbm}, 2: {"GBM": gbm}},
+            num_bag_folds=2, num_stack_levels=1, dynamic_stacking=True,
+            ds_args={"clean_up_fits": False})  # keep the sub-fit on disk as evidence
+    finally:
+        ag_logger.removeHandler(caplog.handler)
+    log = caplog.text
+
+    assert "Unknown model type" not in log, log[log.find("Unknown model type") - 200:][:600]
+    assert "Exception encountered during DyStack sub-fit" not in log
+    # AutoGluon logs the sub-fit's holdout leaderboard in the driver process: Maya must be on it.
+    assert "Leaderboard on holdout data (DyStack)" in log
+    assert "Maya_BAG_L1" in log.split("Leaderboard on holdout data (DyStack)", 1)[1]
+
+    # The sub-fit predictor itself (written by the Ray worker) holds the trained Maya model, stacked on.
+    sub_fits = sorted(p.parent for p in Path("ag", "ds_sub_fit").glob("*/predictor.pkl"))
+    assert sub_fits, "no DyStack sub-fit was saved"
+    sub = TabularPredictor.load(str(sub_fits[0]), verbosity=0)
+    assert {"Maya_BAG_L1", "LightGBM_BAG_L1", "LightGBM_BAG_L2"} <= set(sub.model_names()), sub.model_names()
+
+    # ... and the main fit trains Maya too (stacking kept or not, depending on DyStack's verdict).
+    lb = pred.leaderboard(silent=True)
+    assert "Maya_BAG_L1" in set(lb["model"]), lb
+    assert lb.set_index("model").loc["Maya_BAG_L1", "score_val"] > 0
+
+
+def test_hook_is_installed_once_and_ships_by_reference():
+    """Fast checks of the mechanism: one wrapper of ours, and Ray's pickle of it names our module."""
+    from autogluon.tabular.predictor import predictor as ag_predictor
+    from ray import cloudpickle
+
+    from autogluon_maya import MayaModel, _registry, register_models
+
+    assert _registry.install_dystack_hook()
+    hook = ag_predictor._dystack
+    assert hook is _registry._dystack_with_registered_models
+    register_models([MayaModel])  # a repeat registration (e.g. TabSwift's) does not stack a second wrapper
+    assert _registry.install_dystack_hook() and ag_predictor._dystack is hook
+    assert not _registry._is_our_hook(hook.__wrapped__) and hook.__wrapped__ is _registry._original_dystack
+    payload = cloudpickle.dumps(hook)  # what ray.remote(_dystack) exports: a reference, not AutoGluon's function
+    assert b"autogluon_maya._registry" in payload and len(payload) < 300, payload

@@ -1,13 +1,14 @@
-"""autogluon_maya: MAYA (and, later, TabSwift) as AutoGluon-Tabular models.
+"""autogluon_maya: MAYA and TabSwift as AutoGluon-Tabular models.
 
 ``import autogluon_maya`` registers the keys so that
-``TabularPredictor(...).fit(train, hyperparameters={"MAYA": {}})`` works.
+``TabularPredictor(...).fit(train, hyperparameters={"MAYA": {}, "TABSWIFT": {}})`` works.
 """
 
 from ._registry import register_models
 from .maya import MayaModel, maya_search_space
+from .tabswift.model import TabSwiftModel
 
 __version__ = "0.1.0"
-__all__ = ["MayaModel", "maya_search_space", "register_models"]
+__all__ = ["MayaModel", "TabSwiftModel", "maya_search_space", "register_models"]
 
-register_models([MayaModel])
+register_models([MayaModel, TabSwiftModel])

@@ -47,7 +47,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                                                  "(seeded, stratified for classification; recorded)")
     ap.add_argument("--num-cpus", type=int, default=2)
     ap.add_argument("--hyperparameters", default="{}",
-                    help='JSON of per-model hyperparameters, e.g. \'{"MAYA": {"hidden_size": 128}}\' (default {})')
+                    help='JSON of per-model hyperparameters, e.g. \'{"MAYA": {"hidden_size": 128}}\' (default {}); '
+                         'a model named KEY@variant runs AutoGluon key KEY with the variant\'s own entry')
     ap.add_argument("--out", help="output folder (default results/, results/quick with --quick)")
     ap.add_argument("--report-dir", help="where the report goes (default: --out)")
     ap.add_argument("--quick", action="store_true", help=f"preset: {QUICK}; explicit options still win")

@@ -78,7 +78,8 @@ def _fit(spec: dict) -> dict:
         predictor = TabularPredictor(label=ds.target, problem_type=ds.task, eval_metric=p1_metric(ds.task),
                                      path=path, verbosity=0)
         t0 = time.perf_counter()
-        predictor.fit(train, tuning_data=val, hyperparameters={spec["model"]: spec["hyperparameters"]},
+        ag_key = spec["model"].split("@")[0]  # "KEY@variant": same AutoGluon model, another configuration
+        predictor.fit(train, tuning_data=val, hyperparameters={ag_key: spec["hyperparameters"]},
                       time_limit=spec["time_limit"], fit_weighted_ensemble=False, num_cpus=spec["num_cpus"],
                       num_gpus=0, raise_on_model_failure=True)
         row["fit_s"] = round(time.perf_counter() - t0, 2)

@@ -37,7 +37,9 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import pandas as pd
 
-from .engine import TabSwiftEngine
+from autogluon_maya.common.training import autocast
+
+from .engine import ContextCache, TabSwiftEngine
 from .network import CLASSIFICATION, REGRESSION, TabSwiftNetwork, check_task
 from .preprocessing import NORM_METHODS, RowPreprocessor
 
@@ -111,6 +113,13 @@ def stratified_subsample(y: np.ndarray, max_rows: int, rng: np.random.Generator,
     return np.sort(np.concatenate(chosen))
 
 
+class _DetachedEngine:
+    """Placeholder while the network is detached (saving): keeps the chunk size, predicts nothing."""
+
+    def __init__(self, chunk_size: int):
+        self.chunk_size = chunk_size
+
+
 def _rows(X, idx):
     return X.iloc[idx].reset_index(drop=True) if isinstance(X, pd.DataFrame) else np.asarray(X)[idx]
 
@@ -123,7 +132,7 @@ class TabSwiftEnsemble:
                  norm_methods: Sequence[str] = NORM_METHODS, class_shift: bool = True,
                  feature_shuffle: bool = True, softmax_temperature: float = 0.9,
                  max_context_rows: int = 10_000, outlier_threshold: float = 4.0, random_state: int = 0,
-                 chunk_size: int = 1024, tau: Optional[float] = None):
+                 chunk_size: int = 1024, tau: Optional[float] = None, cache_max_mb: float = 1024):
         self.task = check_task(task)
         if n_estimators < 1 or not norm_methods or softmax_temperature <= 0 or max_context_rows < 1:
             raise ValueError("need n_estimators >= 1, at least one norm method, softmax_temperature > 0 "
@@ -134,6 +143,28 @@ class TabSwiftEnsemble:
         self.class_shift, self.feature_shuffle = class_shift, feature_shuffle
         self.temperature, self.max_context_rows = float(softmax_temperature), int(max_context_rows)
         self.outlier_threshold, self.random_state, self.tau = outlier_threshold, random_state, tau
+        self.cache_max_bytes = int(cache_max_mb * 2 ** 20)
+        self._caches: Dict[Tuple, ContextCache] = {}
+
+    # ---- network / context caches ---------------------------------------------------------------
+    def set_network(self, network: Optional[TabSwiftNetwork]) -> None:
+        """Swap the network (after loading, moving device or fine-tuning); drops every cached context."""
+        self.network = network.eval() if network is not None else None
+        self.engine = TabSwiftEngine(network, chunk_size=self.engine.chunk_size) if network is not None else \
+            _DetachedEngine(self.engine.chunk_size)
+        self.clear_cache()
+
+    def clear_cache(self) -> None:
+        self._caches = {}
+
+    @property
+    def cache_nbytes(self) -> int:
+        return sum(c.nbytes for c in self._caches.values())
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_caches"] = {}  # derived from the context and the weights: rebuilt on first use
+        return state
 
     # ---- fit ----------------------------------------------------------------------------------
     def fit(self, X, y, n_classes: Optional[int] = None) -> "TabSwiftEnsemble":
@@ -173,43 +204,65 @@ class TabSwiftEnsemble:
         return self
 
     # ---- one ICL pass and the class hierarchy ---------------------------------------------------
-    def _pass(self, xc: np.ndarray, yc: np.ndarray, xq: np.ndarray, n_classes: Optional[int]) -> np.ndarray:
-        cache = self.engine.encode_context(xc, yc, self.task, n_classes=n_classes)
-        return self.engine.predict(xq, cache, tau=self.tau).predictions.double().cpu().numpy()
+    def _pass(self, xc: np.ndarray, yc: np.ndarray, xq: np.ndarray, n_classes: Optional[int],
+              key: Tuple = ()) -> np.ndarray:
+        """One ICL pass.  The context's K/V cache is built once per (member, hierarchy node) and kept
+        while the caches stay under ``cache_max_mb``; beyond that it is rebuilt per call."""
+        cache = self._caches.get(key) if key else None
+        if cache is None:
+            with autocast(self.network.registers.device):
+                cache = self.engine.encode_context(xc, yc, self.task, n_classes=n_classes)
+            if key and self.cache_nbytes + cache.nbytes <= self.cache_max_bytes:
+                self._caches[key] = cache
+        with autocast(self.network.registers.device):
+            pred = self.engine.predict(xq, cache, tau=self.tau)
+        self.last_exit_layers_.append(pred.exit_layer.cpu().numpy())
+        return pred.predictions.double().cpu().numpy()
 
-    def _class_log_proba(self, xc, yc, xq, n_classes: int) -> np.ndarray:
+    def _class_log_proba(self, xc, yc, xq, n_classes: int, key: Tuple = ()) -> np.ndarray:
         """log p(class | query) over ``n_classes`` ids, through the group hierarchy if needed."""
         if n_classes == 1:
             return np.zeros((len(xq), 1))
         C_max = self.network.config.max_classes
         if n_classes <= C_max:
-            return log_softmax(self._pass(xc, yc, xq, n_classes))
+            return log_softmax(self._pass(xc, yc, xq, n_classes, key))
         groups = class_groups(n_classes, C_max)
         starts = np.array([a for a, _ in groups])
         group_of = np.searchsorted(starts, yc, side="right") - 1
-        log_group = log_softmax(self._pass(xc, group_of, xq, len(groups)))
+        log_group = log_softmax(self._pass(xc, group_of, xq, len(groups), key + ("groups",)))
         out = np.empty((len(xq), n_classes))
         for g, (a, b) in enumerate(groups):
             rows = group_of == g
-            inner = (self._class_log_proba(xc[rows], yc[rows] - a, xq, b - a) if rows.any()
+            inner = (self._class_log_proba(xc[rows], yc[rows] - a, xq, b - a, key + (g,)) if rows.any()
                      else np.full((len(xq), b - a), -np.log(b - a)))  # group absent from context: uniform
             out[:, a:b] = log_group[:, g:g + 1] + inner
         return out
 
-    def member_output(self, member: Member, xq: np.ndarray) -> np.ndarray:
-        """One member on already-preprocessed queries of its variant: log-probas (Q, C) or values (Q,)."""
+    def member_output(self, member: Member, xq: np.ndarray, index: Optional[int] = None) -> np.ndarray:
+        """One member on already-preprocessed queries of its variant: log-probas (Q, C) or values (Q,).
+        ``index`` (the member's position) keys its context cache; None = no caching."""
         perm = list(member.permutation)
         xc, xq = self.x_context_[member.norm][:, perm], xq[:, perm]
+        key = () if index is None else ("member", index)
         if self.task == REGRESSION:
-            return self._pass(xc, self.y_context_, xq, None)
+            return self._pass(xc, self.y_context_, xq, None, key)
         y = shift_labels(self.y_context_, member.shift, self.n_classes_)
-        return unshift_columns(self._class_log_proba(xc, y, xq, self.n_classes_), member.shift)
+        return unshift_columns(self._class_log_proba(xc, y, xq, self.n_classes_, key), member.shift)
 
     def _members_mean(self, X) -> np.ndarray:
         if not hasattr(self, "members_"):
             raise RuntimeError("TabSwiftEnsemble.predict called before fit")
+        if self.network is None:
+            raise RuntimeError("TabSwiftEnsemble has no network (detached for saving); call set_network")
         xq = {norm: pre.transform(X) for norm, pre in self.preprocessors_.items()}
-        return np.mean([self.member_output(m, xq[m.norm]) for m in self.members_], axis=0)
+        self.last_exit_layers_ = []
+        return np.mean([self.member_output(m, xq[m.norm], i) for i, m in enumerate(self.members_)], axis=0)
+
+    @property
+    def last_mean_exit_layer(self) -> float:
+        """Mean number of blocks a query went through in the last predict call (all members/passes)."""
+        layers = getattr(self, "last_exit_layers_", [])
+        return float(np.concatenate(layers).mean()) if layers else float("nan")
 
     # ---- public -------------------------------------------------------------------------------
     def predict_proba(self, X) -> np.ndarray:

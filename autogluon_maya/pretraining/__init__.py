@@ -1,0 +1,7 @@
+"""TabSwift pretraining on synthetic tasks (SPEC section 4): data (``data``, ``targets``), objectives
+(``losses``), the resumable loop (``trainer``), Ray Train DDP (``distributed``) and the CLI (``cli``)."""
+
+from .config import MODEL_PRESETS, PretrainConfig
+from .trainer import train
+
+__all__ = ["MODEL_PRESETS", "PretrainConfig", "train"]

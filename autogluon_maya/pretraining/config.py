@@ -1,0 +1,88 @@
+"""Settings of one pretraining stage, stored in every checkpoint so a resume can check it continues the
+same run (SPEC section 4).  Defaults are the CPU recipe of ``tabswift_reference.md`` 1d (i)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+from autogluon_maya.tabswift.config import RELEASED, SMALL, TINY, TabSwiftConfig
+
+MODEL_PRESETS = {"released": RELEASED, "small": SMALL, "tiny": TINY}
+
+#: What differs between stages when the user does not say (TabICL v1's recipe shape, scaled down).
+STAGE_DEFAULTS = {
+    1: dict(rows=256, batch_size=16, lr=5e-4, warmup_fraction=0.02),
+    2: dict(rows=1024, batch_size=4, lr=1e-4, warmup_fraction=0.0),
+    3: dict(rows=256, batch_size=16, lr=1e-3, warmup_fraction=0.02),
+}
+
+
+@dataclass
+class PretrainConfig:
+    out_dir: str = "runs/tabswift"
+    stage: int = 1
+    model: str = "small"                 # preset name or a TabSwiftConfig JSON file
+    init_from: Optional[str] = None      # a TabSwift checkpoint (stage 2/3 start from the previous stage)
+    prior: str = "mix_scm"
+    seed: int = 0
+    steps: int = 10_000
+    batch_size: Optional[int] = None     # tasks per optimizer step
+    micro_batch: Optional[int] = None    # tasks per forward (gradient accumulation); None = batch_size
+    rows: Optional[int] = None           # rows per task (support + queries)
+    min_features: int = 2
+    lr: Optional[float] = None
+    weight_decay: float = 0.0
+    warmup_fraction: Optional[float] = None
+    min_lr_fraction: float = 0.1         # cosine decays to lr * min_lr_fraction
+    clip_grad_norm: float = 1.0
+    exit_tolerance: float = 0.1          # stage 3: regression "agreement" in standardized units
+    num_workers: int = 1                 # prior-generating DataLoader workers
+    threads: int = 1                     # torch threads of the training process
+    device: str = "auto"
+    checkpoint_every: int = 200
+    log_every: int = 20
+    time_limit: Optional[float] = None   # seconds of this invocation; the run stops cleanly and resumes later
+    export: Optional[str] = None         # write a TabSwift checkpoint here at the end
+
+    def __post_init__(self):
+        if self.stage not in STAGE_DEFAULTS:
+            raise ValueError(f"stage must be 1, 2 or 3, got {self.stage}")
+        for key, value in STAGE_DEFAULTS[self.stage].items():
+            if getattr(self, key) is None:
+                setattr(self, key, value)
+        if self.micro_batch is None:
+            self.micro_batch = self.batch_size
+        if self.batch_size < 1 or self.micro_batch < 1 or self.batch_size % self.micro_batch:
+            raise ValueError(f"batch_size ({self.batch_size}) must be a positive multiple of micro_batch "
+                             f"({self.micro_batch})")
+        if self.rows < 4 or self.steps < 1:
+            raise ValueError("need rows >= 4 and steps >= 1")
+
+    def network_config(self) -> TabSwiftConfig:
+        if self.model in MODEL_PRESETS:
+            return MODEL_PRESETS[self.model]
+        path = Path(self.model)
+        if not path.is_file():
+            raise ValueError(f"model must be one of {sorted(MODEL_PRESETS)} or a JSON file, got {self.model!r}")
+        return TabSwiftConfig.from_dict(json.loads(path.read_text()))
+
+    #: fields that may change between invocations of the same run without breaking it
+    RESUMABLE_CHANGES = ("out_dir", "num_workers", "threads", "device", "checkpoint_every", "log_every",
+                         "time_limit", "export")
+
+    def identity(self) -> Dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k not in self.RESUMABLE_CHANGES}
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "PretrainConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+__all__ = ["MODEL_PRESETS", "PretrainConfig", "STAGE_DEFAULTS"]

@@ -1,0 +1,159 @@
+"""Batches of synthetic pretraining tasks, reproducible from (seed, batch index) alone.
+
+Why indexed by batch number: a batch is a pure function of ``(seed, index)``, so a resumed run asks
+for batch ``step`` and gets exactly the data an uninterrupted run would have seen, whatever the number
+of DataLoader workers or Ray workers, and no data-loader state needs checkpointing.
+
+Sources:
+- ``TabICLPrior``: ``tabicl.prior.PriorDataset`` (optional extra ``autogluon_maya[pretrain]``) with
+  ``regression=True``; the class target is derived by ``targets.discretize``.  Built lazily inside each
+  worker process (its hyperparameter samplers hold closures that do not pickle) with ``n_jobs=1`` and
+  one thread (reference doc 1b: other settings crash or oversubscribe the cores).
+- ``RandomMLPPrior``: a small random-MLP regression prior in plain numpy.  Not a substitute for the
+  SCM prior -- it exists so that tests and smoke runs need no extra dependency.
+
+Every batch is a dict of tensors: ``x`` (B, T, F_max) zero-padded features, ``n_features`` (B,),
+``y_reg`` (B, T) standardized targets, ``y_cls`` (B, T) class ids, ``n_classes`` (B,) and the shared
+``n_support`` (first rows are support, the rest queries).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from .targets import discretize
+
+PRIORS = ("mix_scm", "mlp_scm", "tree_scm", "graph_scm", "random_mlp")
+
+
+@dataclass(frozen=True)
+class TaskShape:
+    """Sizes of the tasks in a batch; all tasks of one batch share rows and support size."""
+
+    batch_size: int = 16
+    rows: int = 256
+    min_features: int = 2
+    max_features: int = 100
+    max_classes: int = 10
+    min_support_fraction: float = 0.1
+    max_support_fraction: float = 0.9
+
+
+def _seed_for(seed: int, index: int) -> int:
+    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
+
+
+def unify(x: torch.Tensor, y_reg: torch.Tensor, n_features: torch.Tensor, n_support: int,
+          max_classes: int, rng: np.random.Generator) -> Dict[str, torch.Tensor]:
+    """Attach class targets derived from each task's regression target."""
+    classes, counts = [], []
+    for task_y in y_reg.numpy():
+        c, k = discretize(task_y, n_support, max_classes, rng)
+        classes.append(c)
+        counts.append(k)
+    return {"x": x.float(), "n_features": n_features.long(), "y_reg": y_reg.float(),
+            "y_cls": torch.as_tensor(np.stack(classes)), "n_classes": torch.as_tensor(counts),
+            "n_support": torch.tensor(int(n_support))}
+
+
+class PriorBatches(Dataset):
+    """Map-style dataset: item ``i`` is batch ``i`` of the stream (see module docstring)."""
+
+    def __init__(self, prior: str = "mix_scm", shape: TaskShape = TaskShape(), seed: int = 0,
+                 length: int = 10 ** 9):
+        if prior not in PRIORS:
+            raise ValueError(f"prior must be one of {PRIORS}, got {prior!r}")
+        self.prior, self.shape, self.seed, self.length = prior, shape, int(seed), int(length)
+        self._tabicl = None
+
+    def __len__(self) -> int:
+        return self.length
+
+    def _tabicl_dataset(self):
+        if self._tabicl is None:
+            try:
+                from tabicl.prior import PriorDataset
+            except ImportError as err:
+                raise ImportError("the SCM priors need tabicl>=2.2: pip install 'autogluon_maya[pretrain]' "
+                                  "(or use prior='random_mlp' for a dependency-free smoke run)") from err
+            s = self.shape
+            self._tabicl = PriorDataset(regression=True, batch_size=s.batch_size, batch_size_per_gp=4,
+                                        min_features=s.min_features, max_features=s.max_features,
+                                        max_classes=s.max_classes, max_seq_len=s.rows, min_seq_len=None,
+                                        min_train_size=s.min_support_fraction,
+                                        max_train_size=s.max_support_fraction,
+                                        prior_type=self.prior, n_jobs=1)
+        return self._tabicl
+
+    def __getitem__(self, index: int) -> Dict[str, torch.Tensor]:
+        seed = _seed_for(self.seed, index)
+        rng = np.random.default_rng(seed)
+        if self.prior == "random_mlp":
+            return random_mlp_batch(self.shape, rng)
+        # tabicl draws from the global RNGs: seed them so the batch depends on (seed, index) only
+        torch.manual_seed(seed)
+        np.random.seed(seed % 2 ** 32)
+        random.seed(seed)
+        with torch.no_grad():
+            x, y, d, _, train_sizes = self._tabicl_dataset().get_batch()
+        return unify(x, y, d, int(train_sizes[0]), self.shape.max_classes, rng)
+
+
+def random_mlp_batch(shape: TaskShape, rng: np.random.Generator) -> Dict[str, torch.Tensor]:
+    """Tasks y = MLP(x) + noise with a random 1-hidden-layer tanh MLP per task, standardized."""
+    B, T, F = shape.batch_size, shape.rows, shape.max_features
+    n_support = int(rng.uniform(shape.min_support_fraction, shape.max_support_fraction) * T)
+    n_support = min(max(n_support, 2), T - 1)
+    x = np.zeros((B, T, F), dtype=np.float32)
+    y = np.zeros((B, T), dtype=np.float32)
+    n_features = rng.integers(shape.min_features, min(shape.max_features, 20) + 1, size=B)
+    for b, d in enumerate(n_features):
+        xb = rng.standard_normal((T, d))
+        w1 = rng.standard_normal((d, 16)) / np.sqrt(d)
+        out = np.tanh(xb @ w1) @ rng.standard_normal(16) + 0.1 * rng.standard_normal(T)
+        x[b, :, :d] = xb
+        y[b] = (out - out.mean()) / (out.std() + 1e-8)
+    return unify(torch.from_numpy(x), torch.from_numpy(y), torch.as_tensor(n_features), n_support,
+                 shape.max_classes, rng)
+
+
+def _worker_init(_worker_id: int) -> None:
+    """Prior workers get one thread each: the trainer owns the other cores (reference doc 1d)."""
+    torch.set_num_threads(1)
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(1)
+    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
+        pass
+
+
+class BatchIndexSampler(torch.utils.data.Sampler):
+    """Batch indices ``start, start + stride, ...`` (stride = number of data-parallel ranks)."""
+
+    def __init__(self, start: int, stop: int, stride: int = 1):
+        self.start, self.stop, self.stride = start, stop, stride
+
+    def __iter__(self):
+        return iter(range(self.start, self.stop, self.stride))
+
+    def __len__(self) -> int:
+        return len(range(self.start, self.stop, self.stride))
+
+
+def make_loader(dataset: PriorBatches, start: int, stop: int, num_workers: int = 1, rank: int = 0,
+                world_size: int = 1, prefetch_factor: Optional[int] = 4) -> DataLoader:
+    """Batch ``step * world_size + rank`` for steps ``start .. stop - 1``; items are already batches."""
+    sampler = BatchIndexSampler(start * world_size + rank, stop * world_size, world_size)
+    return DataLoader(dataset, batch_size=None, sampler=sampler, num_workers=num_workers,
+                      worker_init_fn=_worker_init if num_workers else None,
+                      prefetch_factor=prefetch_factor if num_workers else None,
+                      persistent_workers=False)
+
+
+__all__ = ["PRIORS", "PriorBatches", "TaskShape", "make_loader", "random_mlp_batch", "unify"]

@@ -1,0 +1,301 @@
+"""The pretraining loop: one function for CPU, one GPU, or one rank of a Ray Train (DDP) job.
+
+Resumability: ``<out_dir>/state.pt`` holds model, optimizer, scheduler, RNG state, step and counters,
+written atomically every ``checkpoint_every`` steps and at the end (also when ``time_limit`` stops the
+run).  Restarting the same command continues from it; because batch ``i`` is a pure function of
+(seed, i) (``data.py``), the continued run is bit-for-bit the uninterrupted one on CPU.  The file is
+read back with ``torch.load(weights_only=True)``: tensors and plain containers only, never code.
+
+Outputs: ``metrics.csv`` (one row per ``log_every`` steps), ``summary.json`` (the training record that
+goes into the exported checkpoint), ``loss.png``, and with ``export`` a TabSwift safetensors checkpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import logging
+import math
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Callable, Dict, Optional
+
+import torch
+from tqdm.auto import tqdm
+
+from autogluon_maya.common.training import autocast
+from autogluon_maya.tabswift.network import TabSwiftNetwork
+from autogluon_maya.tabswift.weights import load_checkpoint, save_checkpoint
+
+from .config import PretrainConfig
+from .data import PriorBatches, TaskShape, make_loader
+from .losses import backbone_loss, exit_loss
+
+logger = logging.getLogger(f"autogluon.ext.{__name__}")
+STATE_FILE = "state.pt"
+
+
+# ---- model, parameters, schedule ---------------------------------------------------------------
+def build_network(cfg: PretrainConfig) -> TabSwiftNetwork:
+    if cfg.init_from:
+        net = load_checkpoint(cfg.init_from)
+        if net.config != cfg.network_config():
+            raise ValueError(f"init_from {cfg.init_from} has config {net.config}, but model={cfg.model!r} "
+                             f"is {cfg.network_config()}")
+        return net.train()
+    torch.manual_seed(cfg.seed)
+    return TabSwiftNetwork(cfg.network_config()).train()
+
+
+def set_trainable(net: TabSwiftNetwork, stage: int) -> None:
+    """Stages 1-2 train backbone + final heads; stage 3 trains only the per-layer and exit heads.
+
+    Freezing (rather than merely not using) the other group keeps DDP from waiting for gradients
+    that never come, and the frozen backbone is exactly unchanged after stage 3.
+    """
+    exit_part = {id(p) for m in (net.layer_heads, net.exit_heads) for p in m.parameters()}
+    for p in net.parameters():
+        p.requires_grad_((id(p) in exit_part) == (stage == 3))
+
+
+def make_optimizer(net: torch.nn.Module, cfg: PretrainConfig):
+    params = [p for p in net.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError(f"stage {cfg.stage} has nothing to train (stage 3 needs early_exit=True)")
+    opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    warmup = int(round(cfg.warmup_fraction * cfg.steps))
+    cosine = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, cfg.steps - warmup),
+                                                        eta_min=cfg.lr * cfg.min_lr_fraction)
+    if warmup == 0:
+        return opt, cosine
+    linear = torch.optim.lr_scheduler.LinearLR(opt, start_factor=1e-3, total_iters=warmup)
+    return opt, torch.optim.lr_scheduler.SequentialLR(opt, [linear, cosine], milestones=[warmup])
+
+
+def step_flops(net: TabSwiftNetwork, cfg: PretrainConfig, n_support: int) -> float:
+    """Model FLOPs of one optimizer step (reference doc 1d): L(18 d² S + 4 d S C) per task forward,
+    x3 for forward + backward (stage 3: forward only), x2 because each task runs in both target modes."""
+    c = net.config
+    S, C = c.n_registers + cfg.rows, c.n_registers + n_support
+    forward = c.n_layers * (18 * c.d_model ** 2 * S + 4 * c.d_model * S * C)
+    return 2 * cfg.batch_size * forward * (1 if cfg.stage == 3 else 3)
+
+
+# ---- checkpoint state --------------------------------------------------------------------------
+def save_state(path: Path, net, opt, sched, counters: Dict, cfg: PretrainConfig) -> None:
+    state = {"model": net.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+             "torch_rng": torch.get_rng_state(), "counters": counters, "config": cfg.identity()}
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def load_state(path: Path, cfg: PretrainConfig) -> Dict:
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    if state["config"] != cfg.identity():
+        diff = {k: (state["config"].get(k), v) for k, v in cfg.identity().items() if state["config"].get(k) != v}
+        raise ValueError(f"{path} belongs to a different run (saved vs now: {diff}); use another out_dir")
+    return state
+
+
+# ---- logging -----------------------------------------------------------------------------------
+class MetricsLog:
+    """Appends rows to metrics.csv; on resume drops rows newer than the checkpoint (they will be redone)."""
+
+    def __init__(self, path: Path, resume_step: int):
+        self.path = path
+        rows = []
+        if path.exists() and resume_step > 0:
+            with open(path) as f:
+                rows = [r for r in csv.DictReader(f) if int(r["step"]) <= resume_step]
+        self.rows = rows
+        self._write_all()
+
+    def _write_all(self):
+        if not self.rows:
+            self.path.write_text("")
+            return
+        with open(self.path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(self.rows[0]))
+            w.writeheader()
+            w.writerows(self.rows)
+
+    def add(self, row: Dict) -> None:
+        self.rows.append({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+        self._write_all()
+
+
+def plot_losses(metrics_csv: Path, png: Path) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        logger.warning("matplotlib is not installed: no loss plot")
+        return
+    with open(metrics_csv) as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        return
+    steps = [int(r["step"]) for r in rows]
+    keys = [k for k in rows[0] if k in ("loss", "ce", "mse", "mae") or k.endswith(("_head", "_exit_bce"))]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for k in keys:
+        ax.plot(steps, [float(r[k]) for r in rows], label=k)
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (query rows)")
+    ax.set_yscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=120)
+    plt.close(fig)
+
+
+# ---- the loop ----------------------------------------------------------------------------------
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def train(cfg: PretrainConfig, rank: int = 0, world_size: int = 1,
+          wrap_model: Optional[Callable[[torch.nn.Module], torch.nn.Module]] = None,
+          report: Optional[Callable[[Dict], None]] = None, progress: bool = True) -> Dict:
+    """Run (or resume) one stage; returns the summary.  Rank 0 alone writes files."""
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    torch.set_num_threads(max(1, cfg.threads))
+    device = resolve_device(cfg.device)
+    net = build_network(cfg).to(device)
+    set_trainable(net, cfg.stage)
+    opt, sched = make_optimizer(net, cfg)
+    counters = {"step": 0, "tasks_seen": 0, "train_seconds": 0.0}
+    state_path = out / STATE_FILE
+    if state_path.exists():
+        state = load_state(state_path, cfg)
+        net.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        torch.set_rng_state(state["torch_rng"])
+        counters = dict(state["counters"])
+        logger.info(f"resuming {out} at step {counters['step']}")
+    model = wrap_model(net) if wrap_model else net
+    is_main = rank == 0
+    metrics = MetricsLog(out / "metrics.csv", counters["step"]) if is_main else None
+    if is_main:
+        (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
+
+    c = net.config
+    shape = TaskShape(batch_size=cfg.batch_size, rows=cfg.rows, min_features=cfg.min_features,
+                      max_features=c.max_features, max_classes=c.max_classes)
+    loader = make_loader(PriorBatches(cfg.prior, shape, cfg.seed), counters["step"], cfg.steps,
+                         cfg.num_workers, rank, world_size)
+    loss_fn = exit_loss if cfg.stage == 3 else backbone_loss
+    start, last_save, window = time.time(), counters["step"], {"t": time.time(), "wait": 0.0, "steps": 0}
+    bar = tqdm(total=cfg.steps, initial=counters["step"], disable=not (progress and is_main),
+               desc=f"TabSwift stage {cfg.stage}", dynamic_ncols=True)
+    sums: Dict[str, float] = {}
+    t_wait = time.time()
+    for batch in loader:
+        window["wait"] += time.time() - t_wait
+        batch = {k: v.to(device) for k, v in batch.items()}
+        opt.zero_grad(set_to_none=True)
+        parts_sum: Dict[str, float] = {}
+        n_micro = cfg.batch_size // cfg.micro_batch
+        for m in range(n_micro):
+            sl = slice(m * cfg.micro_batch, (m + 1) * cfg.micro_batch)
+            micro = {k: (v if v.dim() == 0 else v[sl]) for k, v in batch.items()}
+            sync = model.no_sync() if (world_size > 1 and m < n_micro - 1 and hasattr(model, "no_sync")) \
+                else contextlib.nullcontext()
+            with sync, autocast(device):
+                parts = loss_fn(model, micro, cfg.exit_tolerance) if cfg.stage == 3 else loss_fn(model, micro)
+            (parts["loss"] / n_micro).backward()
+            for k, v in parts.items():
+                parts_sum[k] = parts_sum.get(k, 0.0) + float(v.detach()) / n_micro
+        trainable = [p for p in net.parameters() if p.requires_grad]
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(trainable, cfg.clip_grad_norm))
+        if math.isfinite(grad_norm) and all(map(math.isfinite, parts_sum.values())):
+            opt.step()
+            counters["bad_steps_in_a_row"] = 0
+        else:  # a rare degenerate synthetic task must not poison the weights: skip the update, keep a record
+            counters["skipped_steps"] = counters.get("skipped_steps", 0) + 1
+            counters["bad_steps_in_a_row"] = counters.get("bad_steps_in_a_row", 0) + 1
+            logger.warning(f"non-finite loss/gradient at step {counters['step']} (batch "
+                           f"{counters['step'] * world_size + rank}): {parts_sum}, grad norm {grad_norm}; update skipped")
+            if counters["bad_steps_in_a_row"] >= 10:
+                raise FloatingPointError(f"10 non-finite steps in a row up to step {counters['step']}: training diverged")
+            opt.zero_grad(set_to_none=True)
+        sched.step()
+        counters["step"] += 1
+        counters["tasks_seen"] += cfg.batch_size * world_size
+        for k, v in {**parts_sum, "grad_norm": grad_norm}.items():
+            sums[k] = sums.get(k, 0.0) + v
+        window["steps"] += 1
+        bar.update(1)
+        step = counters["step"]
+        if step % cfg.log_every == 0 or step == cfg.steps:
+            now = time.time()
+            dt = now - window["t"]
+            row = {"step": step, "stage": cfg.stage, **{k: v / window["steps"] for k, v in sums.items()},
+                   "lr": sched.get_last_lr()[0], "tasks_seen": counters["tasks_seen"],
+                   "elapsed_s": counters["train_seconds"] + now - start,
+                   "tasks_per_s": window["steps"] * cfg.batch_size * world_size / dt,
+                   "data_wait_fraction": window["wait"] / dt,
+                   "model_gflops_per_s": window["steps"] * world_size
+                   * step_flops(net, cfg, int(batch["n_support"])) / dt / 1e9}
+            bar.set_postfix(loss=f"{row['loss']:.3f}", tps=f"{row['tasks_per_s']:.1f}")
+            if metrics is not None:
+                metrics.add(row)
+            if report is not None:
+                report(row)
+            sums, window = {}, {"t": now, "wait": 0.0, "steps": 0}
+        out_of_time = cfg.time_limit is not None and time.time() - start > cfg.time_limit
+        if is_main and (step - last_save >= cfg.checkpoint_every or step == cfg.steps or out_of_time):
+            save_state(state_path, net, opt, sched,
+                       {**counters, "train_seconds": counters["train_seconds"] + time.time() - start}, cfg)
+            plot_losses(out / "metrics.csv", out / "loss.png")
+            last_save = step
+        if out_of_time:
+            logger.info(f"time_limit {cfg.time_limit}s reached at step {step}; rerun the command to resume")
+            break
+        t_wait = time.time()
+    bar.close()
+    counters["train_seconds"] += time.time() - start
+    summary = training_record(cfg, net, counters, world_size, device)
+    if is_main:
+        (out / "summary.json").write_text(json.dumps(summary, indent=2))
+        if cfg.export:  # also when time_limit stopped the run: the record says how far it got
+            save_checkpoint(net, cfg.export, metadata={"training": summary})
+    return summary
+
+
+def export_from_state(out_dir, path) -> Dict:
+    """Write a TabSwift checkpoint from a run's latest ``state.pt`` (e.g. while the run continues)."""
+    out = Path(out_dir)
+    cfg = PretrainConfig.from_dict(json.loads((out / "config.json").read_text()))
+    state = load_state(out / STATE_FILE, cfg)
+    net = TabSwiftNetwork(cfg.network_config())
+    net.load_state_dict(state["model"])
+    counters = state["counters"]
+    summary = training_record(cfg, net, counters, 1, torch.device("cpu"))
+    save_checkpoint(net, path, metadata={"training": summary})
+    return summary
+
+
+def training_record(cfg: PretrainConfig, net: TabSwiftNetwork, counters: Dict, world_size: int, device) -> Dict:
+    """What a reader needs to reproduce or extend the run."""
+    hardware = (torch.cuda.get_device_name(device) if device.type == "cuda"
+                else f"{platform.processor() or platform.machine()} CPU, {cfg.threads} torch thread(s)")
+    return {"stage": cfg.stage, "steps_done": counters["step"], "steps_planned": cfg.steps,
+            "skipped_steps": counters.get("skipped_steps", 0),
+            "finished": counters["step"] >= cfg.steps, "tasks_seen": counters["tasks_seen"],
+            "train_hours": round(counters["train_seconds"] / 3600, 3), "world_size": world_size,
+            "hardware": hardware, "parameters": sum(p.numel() for p in net.parameters()),
+            "network": net.config.to_dict(), "recipe": cfg.identity(), "torch": torch.__version__}
+
+
+__all__ = ["build_network", "export_from_state", "load_state", "make_optimizer", "save_state", "set_trainable", "step_flops", "train"]

@@ -1,0 +1,30 @@
+"""TABSWIFT hyperparameters and their defaults (README "TABSWIFT hyperparameters").
+
+Defaults fit 2 CPU cores in seconds to minutes for tables up to ~10k rows; on a GPU raise
+``n_estimators`` (the paper's benchmark used 16) and ``max_context_rows``.
+"""
+
+from pathlib import Path
+
+#: The checkpoint shipped inside the package (trained by ``autogluon_maya.pretraining``).
+SHIPPED_CHECKPOINT = Path(__file__).with_name("checkpoints") / "tabswift_small"
+
+DEFAULT_PARAMS = {
+    "checkpoint_path": None,          # None = the shipped checkpoint; else a path to <name>.safetensors/.json
+    "n_estimators": 8,                # ensemble members (feature permutation x class shift x normalization)
+    "norm_methods": ("none", "power"),
+    "softmax_temperature": 0.9,
+    "max_context_rows": 4096,         # larger contexts are subsampled (stratified for classification)
+    "outlier_threshold": 4.0,
+    "tau": None,                      # early exit threshold; None = off, "auto" = chosen on validation
+    "tau_max_loss": 0.01,             # "auto": largest relative validation-score loss accepted
+    "chunk_size": 1024,               # query/context rows per attention call (memory bound)
+    "cache_max_mb": 1024,             # context K/V caches kept between predict calls, all members together
+    "fine_tune": False,               # episodes from the training rows, early-stopped on validation
+    "fine_tune_steps": 100,
+    "fine_tune_lr": 1e-4,
+    "fine_tune_episodes_per_step": 4,
+    "fine_tune_rows": 512,            # rows per episode (support + queries)
+    "fine_tune_eval_every": 10,
+    "fine_tune_patience": 3,          # evaluations without improvement before stopping
+}

@@ -1,0 +1,262 @@
+"""TabSwift as an AutoGluon-Tabular model (``hyperparameters={"TABSWIFT": {...}}``).
+
+In-context learning: ``fit`` loads the pretrained network, fits the per-variant preprocessing on the
+training rows and stores them as the context (optionally fine-tunes, optionally picks the early-exit
+threshold τ on the validation rows); ``predict_proba`` runs the cached engine.  Choices that follow
+from that:
+- folds are fitted one after another in this process (``sequential_local``; each fold would otherwise
+  load the weights in its own worker for a fit that takes seconds), then one model on all rows is refit
+  (``refit_folds``), since more context rows help an ICL model and cost no training;
+- the weights are saved beside the pickle as safetensors (config + checksum), never pickled: a
+  fine-tuned network is preserved exactly, and loading never runs pickled torch code;
+- a model fitted on a GPU loads on a CPU-only machine (the network is rebuilt on the device chosen at
+  load time; context caches are rebuilt on first use).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Dict, Optional
+
+import numpy as np
+import pandas as pd
+from autogluon.common.features.types import R_BOOL, R_CATEGORY, R_FLOAT, R_INT
+from autogluon.core.constants import BINARY, MULTICLASS, REGRESSION
+from autogluon.core.hpo.constants import RAY_BACKEND
+from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorchModel
+
+from .defaults import DEFAULT_PARAMS, SHIPPED_CHECKPOINT
+
+logger = logging.getLogger(f"autogluon.ext.{__name__}")
+WEIGHTS_NAME = "tabswift_weights"
+TAU_CANDIDATES = (0.99, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5)
+
+
+def describe_checkpoint(path) -> str:
+    from .weights import read_checkpoint_info
+
+    info = read_checkpoint_info(path)
+    c, t = info["config"], info.get("metadata", {}).get("training", {})
+    text = f"{Path(path).name}: {c['n_layers']} layers, d={c['d_model']}, {c['n_registers']} registers"
+    if t:
+        text += (f"; pretrained by autogluon_maya.pretraining, stage {t.get('stage')}, {t.get('steps_done')} steps, "
+                 f"{t.get('tasks_seen')} synthetic tasks, {t.get('train_hours')} h on {t.get('hardware')}")
+    return text
+
+
+class TabSwiftModel(AbstractTorchModel):
+    """TabSwift: pretrained in-context-learning transformer with registers, gated attention and early exit.
+
+    Hyperparameters: ``autogluon_maya.tabswift.defaults.DEFAULT_PARAMS`` and the README.
+    """
+
+    ag_key = "TABSWIFT"
+    ag_name = "TabSwift"
+    ag_priority = 65
+    seed_name = "random_seed"
+    _supported_problem_types = [BINARY, MULTICLASS, REGRESSION]
+    # more classes than C_max go through the class hierarchy, so there is no class cap
+    _default_auxiliary_params_extra = {"valid_raw_types": [R_BOOL, R_INT, R_FLOAT, R_CATEGORY],
+                                       "max_rows": 100_000, "max_features": 2_000}
+    _default_ag_args_ensemble_extra = {"fold_fitting_strategy": "sequential_local", "refit_folds": True}
+    default_num_gpus = 1
+    default_resources_physical_cores_only = True
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._fit_summary: Dict = {}
+
+    # ---- hyperparameters ----------------------------------------------------------------
+    def _set_default_params(self):
+        for k, v in DEFAULT_PARAMS.items():
+            self._set_default_param_value(k, v)
+
+    def _get_default_searchspace(self) -> dict:
+        from .search_space import tabswift_search_space
+
+        return tabswift_search_space()
+
+    def _get_hpo_backend(self):
+        return RAY_BACKEND
+
+    def _get_default_stopping_metric(self):
+        return self.eval_metric
+
+    def checkpoint_path(self) -> Path:
+        path = self._get_model_params().get("checkpoint_path") or os.environ.get("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT")
+        return Path(path) if path else SHIPPED_CHECKPOINT
+
+    # ---- fit ----------------------------------------------------------------------------
+    def _fit(self, X: pd.DataFrame, y: pd.Series, X_val: Optional[pd.DataFrame] = None,
+             y_val: Optional[pd.Series] = None, time_limit: Optional[float] = None, num_cpus: int = 1,
+             num_gpus: float = 0, verbosity: int = 2, **kwargs):
+        import torch
+
+        from ..common.training import TimeBudget, torch_threads
+        from .ensemble import TabSwiftEnsemble
+        from .network import CLASSIFICATION
+        from .network import REGRESSION as REG_TASK
+        from .weights import load_checkpoint
+
+        budget = TimeBudget(time_limit)
+        p = self._get_model_params()
+        seed = int(p.get(self.seed_name, 0) or 0)
+        torch.manual_seed(seed)
+        torch.set_num_threads(max(1, int(num_cpus)))  # restored by the reset_torch_threads tag
+        device = torch.device(self._resolve_fit_device(num_gpus=num_gpus))
+
+        path = self.checkpoint_path()
+        network = load_checkpoint(path).to(device)
+        logger.log(20, f"\tTabSwift checkpoint {describe_checkpoint(path)}")
+        X = self.preprocess(X, is_train=True)
+        task = CLASSIFICATION if self.problem_type in (BINARY, MULTICLASS) else REG_TASK
+        tau = p["tau"]
+        ens = TabSwiftEnsemble(
+            network, task, n_estimators=int(p["n_estimators"]), norm_methods=tuple(p["norm_methods"]),
+            softmax_temperature=float(p["softmax_temperature"]), max_context_rows=int(p["max_context_rows"]),
+            outlier_threshold=float(p["outlier_threshold"]), random_state=seed, chunk_size=int(p["chunk_size"]),
+            tau=None if tau in (None, "auto") else float(tau), cache_max_mb=float(p["cache_max_mb"]))
+        y_np = np.asarray(y)
+        ens.fit(X, y_np.astype(np.int64) if task == CLASSIFICATION else y_np.astype(np.float64),
+                n_classes=self.num_classes if task == CLASSIFICATION else None)
+        self.model = ens
+        summary: Dict = {"context_rows": len(ens.y_context_), "members": len(ens.members_),
+                         "checkpoint": str(path)}
+
+        has_val = X_val is not None and y_val is not None and len(X_val) > 0
+        if has_val:
+            X_val_p = self.preprocess(X_val)
+            y_val_np = np.asarray(y_val)
+
+            def score_fn() -> float:
+                with torch_threads(num_cpus):
+                    return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=self._ensemble_proba(X_val_p),
+                                                        metric=self.stopping_metric)
+
+        if p["fine_tune"] and has_val:
+            from .finetune import fine_tune
+
+            deadline = None if time_limit is None else budget.start + 0.7 * time_limit
+            summary.update(fine_tune(ens, score_fn, steps=int(p["fine_tune_steps"]), lr=float(p["fine_tune_lr"]),
+                                     episodes_per_step=int(p["fine_tune_episodes_per_step"]),
+                                     rows=int(p["fine_tune_rows"]), eval_every=int(p["fine_tune_eval_every"]),
+                                     patience=int(p["fine_tune_patience"]), seed=seed, deadline=deadline))
+            summary.pop("history", None)
+            self.params_trained["fine_tune_steps"] = max(0, int(summary["best_step"]))
+            self.params_trained["fine_tune"] = summary["best_step"] > 0
+        elif p["fine_tune"]:  # refit_full / no validation: replay the step count found with validation
+            from .finetune import fine_tune
+
+            steps = int(p["fine_tune_steps"])
+            if steps > 0:
+                summary.update(fine_tune(ens, None, steps=steps, lr=float(p["fine_tune_lr"]),
+                                         episodes_per_step=int(p["fine_tune_episodes_per_step"]),
+                                         rows=int(p["fine_tune_rows"]), eval_every=steps, patience=1,
+                                         seed=seed, deadline=None))
+        if tau == "auto":
+            if has_val and network.n_exit_layers:
+                summary.update(self._choose_tau(ens, score_fn, float(p["tau_max_loss"])))
+            else:
+                logger.log(20, "\tTabSwift: tau='auto' needs validation data and exit heads; early exit off")
+                ens.tau = None
+            self.params_trained["tau"] = ens.tau
+        self._fit_summary = summary
+
+    def _choose_tau(self, ens, score_fn, max_loss: float) -> Dict:
+        """Lowest τ (earliest exits) whose validation score is within ``max_loss`` (relative) of no exit."""
+        ens.tau = None
+        base = score_fn()
+        chosen, depth, table = None, float(ens.network.config.n_layers), []
+        for tau in TAU_CANDIDATES:
+            ens.tau = tau
+            score = score_fn()
+            mean_depth = ens.last_mean_exit_layer
+            table.append((tau, score, mean_depth))
+            if base - score <= max_loss * max(abs(base), 1e-12):
+                chosen, depth = tau, mean_depth
+        ens.tau = chosen
+        logger.log(20, f"\tTabSwift: tau={chosen} chosen on validation (mean exit layer {depth:.2f} of "
+                       f"{ens.network.config.n_layers}; score {base:.4f} without early exit)")
+        return {"tau": chosen, "tau_mean_exit_layer": depth, "tau_table": table, "val_score_no_exit": base}
+
+    # ---- predict ------------------------------------------------------------------------
+    def _ensemble_proba(self, X: pd.DataFrame) -> np.ndarray:
+        if self.problem_type in (BINARY, MULTICLASS):
+            proba = self.model.predict_proba(X)
+            return proba[:, 1] if self.problem_type == BINARY else proba
+        return self.model.predict(X)
+
+    def _predict_proba(self, X: pd.DataFrame, **kwargs) -> np.ndarray:
+        from ..common.training import torch_threads
+
+        X = self.preprocess(X, **kwargs)
+        with torch_threads(self._get_child_num_cpus()):
+            return self._ensemble_proba(X).astype(np.float32)
+
+    def _get_child_num_cpus(self) -> Optional[int]:
+        n = getattr(self, "fit_num_cpus_child", None) or getattr(self, "fit_num_cpus", None)
+        return int(n) if n else None
+
+    # ---- save / load: weights beside the pickle -----------------------------------------
+    def save(self, path: Optional[str] = None, verbose: bool = True) -> str:
+        from .weights import save_checkpoint
+
+        if path is None:
+            path = self.path
+        network = self.model.network if self.model is not None else None
+        if network is None:
+            return super().save(path=path, verbose=verbose)
+        save_checkpoint(network, Path(path) / WEIGHTS_NAME, metadata={"source": "TabSwiftModel.save"})
+        self.model.set_network(None)
+        try:
+            return super().save(path=path, verbose=verbose)
+        finally:
+            self.model.set_network(network)
+
+    @classmethod
+    def load(cls, path: str, reset_paths: bool = True, verbose: bool = True):
+        from .weights import load_checkpoint
+
+        model = super().load(path=path, reset_paths=reset_paths, verbose=verbose)
+        weights = Path(path) / WEIGHTS_NAME
+        if model.model is not None and model.model.network is None:
+            network = load_checkpoint(weights).to(model.to_torch_device(model.suggest_device_infer()))
+            model.model.set_network(network)
+        return model
+
+    # ---- device / resources / tags ------------------------------------------------------
+    def get_device(self) -> str:
+        return self.model.network.registers.device.type
+
+    def _set_device(self, device: str):
+        self.model.set_network(self.model.network.to(self.to_torch_device(device)))
+
+    @classmethod
+    def _estimate_memory_usage_static(cls, *, X: pd.DataFrame, hyperparameters: dict = None,
+                                      num_classes: int = 1, **kwargs) -> int:
+        """Process baseline + preprocessed context copies (one per normalization variant) + the K/V cache
+        budget + one attention block of chunk_size x context rows per head."""
+        hp = {**DEFAULT_PARAMS, **(hyperparameters or {})}
+
+        def num(key):
+            v = hp[key]
+            return v.default if hasattr(v, "default") else v
+
+        ctx = min(len(X), int(num("max_context_rows")))
+        f = min(max(1, X.shape[1]), 100)
+        data = 8 * ctx * f * 2 * 4
+        cache = min(float(num("cache_max_mb")) * 2 ** 20, 8 * 2 * 24 * 192 * 4 * ctx)
+        attention = 4 * int(num("chunk_size")) * (ctx + 64) * 4 * 3
+        return int(5e8 + data + cache + attention)
+
+    @classmethod
+    def _class_tags(cls):
+        # the weights never enter the pickle, so there is nothing to move to CPU before saving; load()
+        # rebuilds the network directly on the device available at load time
+        return {"reset_torch_threads": True, "set_device_on_save_to": None, "set_device_on_load": False}
+
+    def _more_tags(self) -> dict:
+        return {"can_refit_full": True}

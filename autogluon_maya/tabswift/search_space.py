@@ -1,0 +1,15 @@
+"""TABSWIFT's HPO space: only what matters for a pretrained ICL model -- inference ensemble size,
+context size, early-exit threshold and fine-tuning (issue 5; the backbone itself is fixed)."""
+
+from autogluon.common import space
+
+
+def tabswift_search_space() -> dict:
+    return {
+        "n_estimators": space.Categorical(8, 4, 16),
+        "max_context_rows": space.Categorical(4096, 2048, 8192),
+        "tau": space.Categorical(None, 0.9, 0.7),
+        "fine_tune": space.Categorical(False, True),
+        "fine_tune_lr": space.Real(3e-5, 3e-4, default=1e-4, log=True),
+        "fine_tune_steps": space.Categorical(100, 50, 200),
+    }

@@ -1,0 +1,143 @@
+"""TABSWIFT against AutoGluon's model contract and the behaviour issue 3 asks for, using the shipped
+checkpoint (the one users get by default)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from autogluon.tabular import TabularPredictor
+from autogluon.tabular.testing import FitHelper
+
+from autogluon_maya import TabSwiftModel
+from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
+from autogluon_maya.tabswift.model import WEIGHTS_NAME
+
+FAST = {"n_estimators": 2, "max_context_rows": 512}
+
+
+def test_shipped_checkpoint_loads_and_describes_itself():
+    from autogluon_maya.tabswift.model import describe_checkpoint
+    from autogluon_maya.tabswift.weights import load_checkpoint
+
+    net = load_checkpoint(SHIPPED_CHECKPOINT)
+    assert net.n_exit_layers == net.config.n_layers - 1  # early exit heads are part of the shipped model
+    text = describe_checkpoint(SHIPPED_CHECKPOINT)
+    assert "pretrained by autogluon_maya.pretraining" in text and "synthetic tasks" in text
+
+
+def test_verify_model_all_problem_types():
+    """binary, multiclass, regression; plus bagging (2 folds, sequential, refit_folds) and refit_full."""
+    FitHelper.verify_model(model_cls=TabSwiftModel, model_hyperparameters=FAST,
+                           problem_types=["binary", "multiclass", "regression"], verify_load_wo_cuda=True)
+
+
+def _frame(n=300, n_classes=2, seed=0, regression=False):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n),
+                      "color": pd.Categorical(rng.choice(["red", "green", "blue"], size=n)),
+                      "noise": rng.normal(size=n)})
+    signal = 2 * X["a"] - X["b"] + (X["color"] == "red") * 1.5
+    if regression:
+        X["y"] = 1000 + 250 * signal + rng.normal(scale=10, size=n)
+    else:
+        X["y"] = pd.qcut(signal + 0.3 * rng.normal(size=n), n_classes, labels=False).astype(int)
+    X.loc[rng.choice(n, 30, replace=False), "a"] = np.nan  # missing values
+    return X
+
+
+def _fit(train, path, hp, **kw):
+    return TabularPredictor(label="y", path=str(path), verbosity=0).fit(
+        train, hyperparameters={"TABSWIFT": hp}, raise_on_model_failure=True, num_cpus=1, **kw)
+
+
+def test_weights_are_kept_out_of_the_pickle_and_reload_identically(tmp_path):
+    train, test = _frame(300).iloc[:240], _frame(300).iloc[240:]
+    pred = _fit(train, tmp_path / "ag", FAST)
+    model_dir = tmp_path / "ag" / "models" / "TabSwift"
+    assert (model_dir / f"{WEIGHTS_NAME}.safetensors").is_file()
+    assert (model_dir / f"{WEIGHTS_NAME}.json").is_file()
+    weights_bytes = (model_dir / f"{WEIGHTS_NAME}.safetensors").stat().st_size
+    assert (model_dir / "model.pkl").stat().st_size < weights_bytes / 4  # context + preprocessors only
+    before = pred.predict_proba(test)
+    again = TabularPredictor.load(str(tmp_path / "ag")).predict_proba(test)
+    np.testing.assert_allclose(again.values, before.values, atol=1e-6)
+
+
+def test_categorical_and_missing_inputs_beat_chance(tmp_path):
+    data = _frame(600, n_classes=2, seed=1)
+    pred = _fit(data.iloc[:450], tmp_path / "ag", FAST)
+    acc = (pred.predict(data.iloc[450:]) == data["y"].iloc[450:]).mean()
+    assert acc > 0.7  # chance is 0.5; the signal is linear in a, b and the category
+
+
+def test_regression_is_returned_in_target_units(tmp_path):
+    data = _frame(400, regression=True, seed=2)
+    pred = _fit(data.iloc[:300], tmp_path / "ag", FAST)
+    y_hat, y = pred.predict(data.iloc[300:]), data["y"].iloc[300:]
+    assert abs(y_hat.mean() - y.mean()) < 0.5 * y.std()  # standardization undone (target mean ~1000)
+    assert 0.3 * y.std() < y_hat.std() < 2 * y.std()
+    assert np.corrcoef(y_hat, y)[0, 1] > 0.5
+
+
+def test_25_classes_through_autogluon(tmp_path):
+    rng = np.random.default_rng(3)
+    n = 500
+    X = pd.DataFrame({"x": rng.uniform(0, 25, size=n), "z": rng.normal(size=n)})
+    X["y"] = np.floor(X["x"]).astype(int).clip(0, 24)
+    pred = _fit(X.iloc[:400], tmp_path / "ag", {**FAST, "n_estimators": 1})
+    proba = pred.predict_proba(X.iloc[400:])
+    assert proba.shape[1] == 25
+    np.testing.assert_allclose(proba.sum(1), 1.0, atol=1e-5)
+
+
+def test_tau_auto_is_chosen_on_validation_within_tolerance(tmp_path):
+    data = _frame(400, seed=4)
+    pred = _fit(data.iloc[:320], tmp_path / "ag", {**FAST, "tau": "auto", "tau_max_loss": 0.02})
+    model = pred._trainer.load_model("TabSwift")
+    s = model._fit_summary
+    assert s["tau"] is None or s["tau"] in [t for t, _, _ in s["tau_table"]]
+    if s["tau"] is not None:
+        score = dict((t, sc) for t, sc, _ in s["tau_table"])[s["tau"]]
+        assert s["val_score_no_exit"] - score <= 0.02 * abs(s["val_score_no_exit"]) + 1e-12
+        assert s["tau_mean_exit_layer"] <= model.model.network.config.n_layers
+    assert model.params_trained["tau"] == s["tau"]  # refit_full reuses the chosen threshold
+
+
+def test_fine_tuning_never_ends_below_zero_shot_on_validation(tmp_path):
+    data = _frame(400, seed=5)
+    hp = {**FAST, "fine_tune": True, "fine_tune_steps": 6, "fine_tune_eval_every": 3, "fine_tune_rows": 128}
+    pred = _fit(data.iloc[:320], tmp_path / "ag", hp)
+    model = pred._trainer.load_model("TabSwift")
+    s = model._fit_summary
+    assert s["best_val_score"] >= s["zero_shot_val_score"]
+    assert s["fine_tune_steps"] >= 3
+    assert model.params_trained["fine_tune_steps"] == s["best_step"]
+
+
+def test_corrupt_checkpoint_is_a_clear_error(tmp_path):
+    import shutil
+
+    bad = tmp_path / "bad"
+    for suffix in (".safetensors", ".json"):
+        shutil.copy(SHIPPED_CHECKPOINT.with_name(SHIPPED_CHECKPOINT.name + suffix), bad.with_name("bad" + suffix))
+    raw = bytearray(bad.with_name("bad.safetensors").read_bytes())
+    raw[-10] ^= 0xFF
+    bad.with_name("bad.safetensors").write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="checksum"):
+        _fit(_frame(100), tmp_path / "ag", {**FAST, "checkpoint_path": str(bad)})
+
+
+def test_row_cap_skips_instead_of_failing(tmp_path):
+    data = _frame(300)
+    pred = TabularPredictor(label="y", path=str(tmp_path / "ag"), verbosity=0).fit(
+        data, hyperparameters={"TABSWIFT": {**FAST, "ag.max_rows": 100}, "DUMMY": {}}, num_cpus=1)
+    assert "TabSwift" not in pred.model_names()
+
+
+def test_memory_estimate_grows_with_context():
+    def est(n, f=10, **hp):
+        X = pd.DataFrame(np.zeros((n, f)))
+        return TabSwiftModel._estimate_memory_usage_static(X=X, hyperparameters=hp, num_classes=2)
+
+    assert est(4_000) > est(500)
+    assert est(20_000) == est(20_000, max_context_rows=4096)  # the context, not the table, is held
+    assert est(20_000, max_context_rows=16_000) > est(20_000)

@@ -14,7 +14,7 @@ DEFAULT_PARAMS = {
     "n_estimators": 8,                # ensemble members (feature permutation x class shift x normalization)
     "norm_methods": ("none", "power"),
     "softmax_temperature": 0.9,
-    "max_context_rows": 4096,         # larger contexts are subsampled (stratified for classification)
+    "max_context_rows": 2048,         # larger contexts are subsampled (stratified for classification)
     "outlier_threshold": 4.0,
     "tau": None,                      # early exit threshold; None = off, "auto" = chosen on validation
     "tau_max_loss": 0.01,             # "auto": largest relative validation-score loss accepted
@@ -27,4 +27,5 @@ DEFAULT_PARAMS = {
     "fine_tune_rows": 512,            # rows per episode (support + queries)
     "fine_tune_eval_every": 10,
     "fine_tune_patience": 3,          # evaluations without improvement before stopping
+    "fine_tune_eval_members": 2,      # ensemble members used for the validation checks while fine-tuning
 }

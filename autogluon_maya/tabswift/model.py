@@ -140,7 +140,19 @@ class TabSwiftModel(AbstractTorchModel):
             from .finetune import fine_tune
 
             deadline = None if time_limit is None else budget.start + 0.7 * time_limit
-            summary.update(fine_tune(ens, score_fn, steps=int(p["fine_tune_steps"]), lr=float(p["fine_tune_lr"]),
+            all_members = ens.members_
+            n_eval = max(1, int(p["fine_tune_eval_members"]))
+
+            def ft_score_fn() -> float:
+                """Validation score of the first members only: every evaluation re-encodes the context
+                (the weights changed), which dominates fine-tuning time on CPU."""
+                ens.members_ = all_members[:n_eval]
+                try:
+                    return score_fn()
+                finally:
+                    ens.members_ = all_members
+
+            summary.update(fine_tune(ens, ft_score_fn, steps=int(p["fine_tune_steps"]), lr=float(p["fine_tune_lr"]),
                                      episodes_per_step=int(p["fine_tune_episodes_per_step"]),
                                      rows=int(p["fine_tune_rows"]), eval_every=int(p["fine_tune_eval_every"]),
                                      patience=int(p["fine_tune_patience"]), seed=seed, deadline=deadline))

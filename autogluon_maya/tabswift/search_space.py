@@ -7,7 +7,7 @@ from autogluon.common import space
 def tabswift_search_space() -> dict:
     return {
         "n_estimators": space.Categorical(8, 4, 16),
-        "max_context_rows": space.Categorical(4096, 2048, 8192),
+        "max_context_rows": space.Categorical(2048, 1024, 4096),
         "tau": space.Categorical(None, 0.9, 0.7),
         "fine_tune": space.Categorical(False, True),
         "fine_tune_lr": space.Real(3e-5, 3e-4, default=1e-4, log=True),

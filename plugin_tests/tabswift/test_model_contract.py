@@ -139,5 +139,5 @@ def test_memory_estimate_grows_with_context():
         return TabSwiftModel._estimate_memory_usage_static(X=X, hyperparameters=hp, num_classes=2)
 
     assert est(4_000) > est(500)
-    assert est(20_000) == est(20_000, max_context_rows=4096)  # the context, not the table, is held
+    assert est(20_000) == est(20_000, max_context_rows=2048)  # the context, not the table, is held
     assert est(20_000, max_context_rows=16_000) > est(20_000)

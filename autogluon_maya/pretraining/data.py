@@ -51,7 +51,13 @@ def _seed_for(seed: int, index: int) -> int:
 
 def unify(x: torch.Tensor, y_reg: torch.Tensor, n_features: torch.Tensor, n_support: int,
           max_classes: int, rng: np.random.Generator) -> Dict[str, torch.Tensor]:
-    """Attach class targets derived from each task's regression target."""
+    """Attach class targets derived from each task's regression target.
+
+    tabicl occasionally returns a task whose target is all NaN (a constant SCM output z-scored by a
+    zero deviation; seen at batch 151 of seed 0): such a target becomes the constant 0 -- a trivial but
+    valid task with one class -- instead of a NaN loss.  Non-finite features become 0 likewise."""
+    y_reg = torch.where(torch.isfinite(y_reg).all(1, keepdim=True), y_reg, torch.zeros_like(y_reg))
+    x = torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
     classes, counts = [], []
     for task_y in y_reg.numpy():
         c, k = discretize(task_y, n_support, max_classes, rng)

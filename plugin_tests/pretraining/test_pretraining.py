@@ -54,6 +54,19 @@ def test_batches_are_a_function_of_seed_and_index():
         assert a["y_cls"][task, :n].unique().numel() == int(a["n_classes"][task])
 
 
+def test_a_task_with_a_nan_target_becomes_a_constant_one_class_task():
+    from autogluon_maya.pretraining.data import unify
+
+    y = torch.randn(3, 20)
+    y[1] = float("nan")  # what tabicl returned for one task of batch 151 (seed 0)
+    x = torch.randn(3, 20, 5)
+    x[2, 0, 0] = float("inf")
+    batch = unify(x, y, torch.tensor([5, 5, 5]), 10, 4, np.random.default_rng(0))
+    assert torch.isfinite(batch["y_reg"]).all() and torch.isfinite(batch["x"]).all()
+    assert (batch["y_reg"][1] == 0).all() and int(batch["n_classes"][1]) == 1
+    assert torch.equal(batch["y_reg"][0], y[0])  # healthy tasks untouched
+
+
 def test_tabicl_prior_batches_carry_unified_targets():
     pytest.importorskip("tabicl", reason="the SCM priors need the [pretrain] extra (tabicl>=2.2)")
     data = PriorBatches("mix_scm", TaskShape(batch_size=4, rows=64, max_features=12, max_classes=5), seed=0)

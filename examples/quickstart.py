@@ -1,4 +1,4 @@
-"""Fit MAYA next to LightGBM and CatBoost and print the leaderboard.
+"""Fit MAYA and TabSwift next to LightGBM and CatBoost and print the leaderboard.
 
     python examples/quickstart.py                      # scikit-learn's breast-cancer table (ships with sklearn)
     python examples/quickstart.py --data ../shared/datasets/telco_churn   # a dataset folder
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 
-import autogluon_maya  # noqa: F401  (registers "MAYA")
+import autogluon_maya  # noqa: F401  (registers "MAYA" and "TABSWIFT")
 from autogluon.tabular import TabularPredictor
 
 from autogluon_maya.common.protocol import Dataset, load_dataset, p1_metric, p1_split
@@ -39,7 +39,7 @@ def main():
     print(f"{ds.name}: {ds.task}, train/val/test = {len(train)}/{len(val)}/{len(test)} rows")
     predictor = TabularPredictor(label=ds.target, problem_type=ds.task, eval_metric=p1_metric(ds.task),
                                  path=tempfile.mkdtemp(prefix="maya_quickstart_"), verbosity=1)
-    predictor.fit(train, tuning_data=val, hyperparameters={"MAYA": {}, "GBM": {}, "CAT": {}},
+    predictor.fit(train, tuning_data=val, hyperparameters={"MAYA": {}, "TABSWIFT": {}, "GBM": {}, "CAT": {}},
                   time_limit=3 * args.time_limit, fit_weighted_ensemble=True)
     lb = predictor.leaderboard(test)
     print(lb[["model", "score_test", "score_val", "fit_time", "pred_time_test"]].to_string(index=False))

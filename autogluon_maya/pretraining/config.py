@@ -33,6 +33,7 @@ class PretrainConfig:
     micro_batch: Optional[int] = None    # tasks per forward (gradient accumulation); None = batch_size
     rows: Optional[int] = None           # rows per task (support + queries)
     min_features: int = 2
+    max_prior_features: Optional[int] = None  # widest synthetic task (None = F_max); the network pads to F_max
     lr: Optional[float] = None
     weight_decay: float = 0.0
     warmup_fraction: Optional[float] = None
@@ -45,6 +46,7 @@ class PretrainConfig:
     checkpoint_every: int = 200
     log_every: int = 20
     time_limit: Optional[float] = None   # seconds of this invocation; the run stops cleanly and resumes later
+    stop_after: Optional[int] = None     # stop (cleanly, resumable) once this step is reached
     export: Optional[str] = None         # write a TabSwift checkpoint here at the end
 
     def __post_init__(self):
@@ -58,6 +60,8 @@ class PretrainConfig:
         if self.batch_size < 1 or self.micro_batch < 1 or self.batch_size % self.micro_batch:
             raise ValueError(f"batch_size ({self.batch_size}) must be a positive multiple of micro_batch "
                              f"({self.micro_batch})")
+        if self.max_prior_features is not None and self.max_prior_features < self.min_features:
+            raise ValueError(f"max_prior_features ({self.max_prior_features}) < min_features ({self.min_features})")
         if self.rows < 4 or self.steps < 1:
             raise ValueError("need rows >= 4 and steps >= 1")
 
@@ -71,7 +75,7 @@ class PretrainConfig:
 
     #: fields that may change between invocations of the same run without breaking it
     RESUMABLE_CHANGES = ("out_dir", "num_workers", "threads", "device", "checkpoint_every", "log_every",
-                         "time_limit", "export")
+                         "time_limit", "stop_after", "export")
 
     def identity(self) -> Dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if k not in self.RESUMABLE_CHANGES}

@@ -95,8 +95,11 @@ def save_state(path: Path, net, opt, sched, counters: Dict, cfg: PretrainConfig)
 
 def load_state(path: Path, cfg: PretrainConfig) -> Dict:
     state = torch.load(path, map_location="cpu", weights_only=True)
-    if state["config"] != cfg.identity():
-        diff = {k: (state["config"].get(k), v) for k, v in cfg.identity().items() if state["config"].get(k) != v}
+    saved, defaults = state["config"], PretrainConfig.__dataclass_fields__
+    # a setting added after the run started is absent from its state: it ran with that setting's default
+    diff = {k: (saved.get(k, defaults[k].default), v) for k, v in cfg.identity().items()
+            if saved.get(k, defaults[k].default) != v}
+    if diff:
         raise ValueError(f"{path} belongs to a different run (saved vs now: {diff}); use another out_dir")
     return state
 
@@ -190,9 +193,11 @@ def train(cfg: PretrainConfig, rank: int = 0, world_size: int = 1,
         (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
 
     c = net.config
+    width = min(cfg.max_prior_features or c.max_features, c.max_features)
     shape = TaskShape(batch_size=cfg.batch_size, rows=cfg.rows, min_features=cfg.min_features,
-                      max_features=c.max_features, max_classes=c.max_classes)
-    loader = make_loader(PriorBatches(cfg.prior, shape, cfg.seed), counters["step"], cfg.steps,
+                      max_features=width, max_classes=c.max_classes)
+    stop = min(cfg.steps, cfg.stop_after) if cfg.stop_after is not None else cfg.steps
+    loader = make_loader(PriorBatches(cfg.prior, shape, cfg.seed), min(counters["step"], stop), stop,
                          cfg.num_workers, rank, world_size)
     loss_fn = exit_loss if cfg.stage == 3 else backbone_loss
     start, last_save, window = time.time(), counters["step"], {"t": time.time(), "wait": 0.0, "steps": 0}
@@ -253,14 +258,16 @@ def train(cfg: PretrainConfig, rank: int = 0, world_size: int = 1,
             if report is not None:
                 report(row)
             sums, window = {}, {"t": now, "wait": 0.0, "steps": 0}
-        out_of_time = cfg.time_limit is not None and time.time() - start > cfg.time_limit
+        out_of_time = (cfg.time_limit is not None and time.time() - start > cfg.time_limit) or \
+            (cfg.stop_after is not None and step >= cfg.stop_after)
         if is_main and (step - last_save >= cfg.checkpoint_every or step == cfg.steps or out_of_time):
             save_state(state_path, net, opt, sched,
                        {**counters, "train_seconds": counters["train_seconds"] + time.time() - start}, cfg)
             plot_losses(out / "metrics.csv", out / "loss.png")
             last_save = step
         if out_of_time:
-            logger.info(f"time_limit {cfg.time_limit}s reached at step {step}; rerun the command to resume")
+            logger.info(f"stopped at step {step} (time_limit {cfg.time_limit}s / stop_after {cfg.stop_after}); "
+                        "rerun the command to resume")
             break
         t_wait = time.time()
     bar.close()

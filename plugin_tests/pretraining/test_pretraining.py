@@ -165,3 +165,15 @@ def test_ray_train_two_cpu_workers(tmp_path):
     assert result.error is None
     state = torch.load(tmp_path / "ray" / STATE_FILE, weights_only=True)
     assert state["counters"]["step"] == 3 and state["counters"]["tasks_seen"] == 3 * 4 * 2
+
+
+def test_narrow_prior_tasks_and_stop_after(tmp_path, one_torch_thread_seeded):
+    """max_prior_features < F_max: batches are narrower than F_max and the network pads them;
+    stop_after ends the run early at exactly that step, and the run resumes past it later."""
+    c = cfg(tmp_path, "narrow", steps=4, max_prior_features=6, stop_after=2)
+    train(c, progress=False)
+    assert torch.load(tmp_path / "narrow" / STATE_FILE, weights_only=True)["counters"]["step"] == 2
+    train(cfg(tmp_path, "narrow", steps=4, max_prior_features=6), progress=False)
+    assert torch.load(tmp_path / "narrow" / STATE_FILE, weights_only=True)["counters"]["step"] == 4
+    batch = PriorBatches("random_mlp", TaskShape(batch_size=2, rows=16, max_features=6), seed=0)[0]
+    assert batch["x"].shape[-1] == 6

@@ -6,9 +6,10 @@
 
 from ._registry import register_models
 from .maya import MayaModel, maya_search_space
+from .portfolio import hyperparameters
 from .tabswift.model import TabSwiftModel
 
 __version__ = "0.1.0"
-__all__ = ["MayaModel", "TabSwiftModel", "maya_search_space", "register_models"]
+__all__ = ["MayaModel", "TabSwiftModel", "hyperparameters", "maya_search_space", "register_models"]
 
 register_models([MayaModel, TabSwiftModel])

@@ -1,0 +1,146 @@
+"""autogluon_maya.hyperparameters(): the "light"/"best" portfolios of MAYA, TabSwift and GBDTs."""
+
+import pytest
+from autogluon.tabular import TabularPredictor
+
+import autogluon_maya
+from autogluon_maya import hyperparameters
+from autogluon_maya.maya.defaults import DEFAULT_PARAMS as MAYA_DEFAULTS
+from autogluon_maya.portfolio import PRESETS, TABSWIFT_PRIORITY, preset_doc
+from autogluon_maya.tabswift.defaults import DEFAULT_PARAMS as TABSWIFT_DEFAULTS
+
+AG_KEYS = ("ag_args", "ag_args_fit", "ag_args_ensemble")
+OWN_DEFAULTS = {"MAYA": MAYA_DEFAULTS, "TABSWIFT": TABSWIFT_DEFAULTS}
+# tiny settings for the end-to-end fits (the presets themselves are sized for minutes per model)
+FAST = {"MAYA": {"max_epochs": 2}, "TABSWIFT": {"n_estimators": 1, "max_context_rows": 128},
+        "GBM": {"num_boost_round": 20}, "CAT": {"iterations": 20}, "XGB": {"n_estimators": 20}}
+
+
+def _configs(value):
+    return value if isinstance(value, list) else [value]
+
+
+def test_exported_from_the_package():
+    assert "hyperparameters" in autogluon_maya.__all__ and autogluon_maya.hyperparameters is hyperparameters
+    assert set(PRESETS) == {"light", "best"}
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_every_key_is_registered_and_every_setting_is_known(preset):
+    from autogluon.tabular.registry import ag_model_registry
+
+    registered = ag_model_registry.key_to_cls_map()
+    hp = hyperparameters(preset)
+    assert {"MAYA", "TABSWIFT", "GBM", "CAT"} <= set(hp)
+    for key, value in hp.items():
+        assert key in registered, f"{preset}: {key!r} is not an AutoGluon model key"
+        configs = _configs(value)
+        assert configs and all(isinstance(c, dict) for c in configs)
+        if key in OWN_DEFAULTS:  # a typo in a setting would silently be ignored by the model
+            for c in configs:
+                assert set(c) - set(AG_KEYS) <= set(OWN_DEFAULTS[key]), (key, c)
+        names = [c.get("ag_args", {}).get("name_suffix", "") for c in configs]
+        assert len(set(names)) == len(names), f"{preset}/{key}: variants would share a name: {names}"
+        assert key in preset_doc(preset)  # the evidence for every entry is written down
+    for c in _configs(hp["MAYA"]):
+        p = {**MAYA_DEFAULTS, **c}
+        assert p["hidden_size"] % p["num_heads"] == 0  # no silent rounding of a chosen width
+
+
+def test_best_is_the_gpu_portfolio_described_in_the_brief():
+    hp = hyperparameters("best")
+    assert "XGB" in hp and "XGB" not in hyperparameters("light")
+    maya = [{k: v for k, v in c.items() if k != "ag_args"} for c in hp["MAYA"]]
+    assert 2 <= len(maya) <= 3 and {} in maya  # the defaults are one of the variants
+    assert {"hidden_size": 128, "num_heads": 8} in maya
+    tabswift = hp["TABSWIFT"]
+    assert any(c.get("fine_tune") for c in tabswift) and any(not c.get("fine_tune") for c in tabswift)
+    for c in tabswift:  # larger than the 2-core defaults
+        assert c["n_estimators"] > TABSWIFT_DEFAULTS["n_estimators"]
+        assert c["max_context_rows"] > TABSWIFT_DEFAULTS["max_context_rows"]
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_each_call_returns_an_independent_deep_copy(preset):
+    a, b = hyperparameters(preset), hyperparameters(preset)
+    assert a == b and a is not b
+    a["MAYA"] = {"max_epochs": 1}
+    a["GBM"]["num_boost_round"] = 3
+    for value in _configs(b["TABSWIFT"]):
+        value["n_estimators"] = 99
+        value.setdefault("ag_args", {})["name_suffix"] = "_mutated"
+    fresh = hyperparameters(preset)
+    assert fresh["MAYA"] != {"max_epochs": 1} and "num_boost_round" not in fresh["GBM"]
+    assert all(c.get("n_estimators") != 99 for c in _configs(fresh["TABSWIFT"]))
+    assert fresh == hyperparameters(preset) == PRESETS[preset]
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_gbdts_are_fitted_before_tabswift_and_maya(preset):
+    """AutoGluon fits higher priorities first; MAYA last, so a tight time limit goes to the GBDTs first."""
+    from autogluon.tabular.registry import ag_model_registry
+
+    classes = ag_model_registry.key_to_cls_map()
+    hp = hyperparameters(preset)
+
+    def priorities(key):
+        return [c.get("ag_args", {}).get("priority", classes[key].ag_priority) for c in _configs(hp[key])]
+
+    gbdt = [p for key in ("GBM", "CAT", "XGB") if key in hp for p in priorities(key)]
+    assert max(priorities("TABSWIFT")) < min(gbdt)
+    assert max(priorities("MAYA")) < min(priorities("TABSWIFT"))
+
+
+def test_unknown_preset_names_the_valid_ones():
+    with pytest.raises(ValueError, match="unknown portfolio preset 'gpu'.*best, light"):
+        hyperparameters("gpu")
+    with pytest.raises(ValueError, match="valid presets"):
+        preset_doc("medium")
+
+
+def test_overrides_reach_every_variant_and_merge_ag_args():
+    hp = hyperparameters("best", overrides={"MAYA": {"max_epochs": 3, "ag_args_fit": {"num_gpus": 0.5}},
+                                            "TABSWIFT": {"ag_args": {"valid_stacker": False}}})
+    assert all(c["max_epochs"] == 3 and c["ag_args_fit"] == {"num_gpus": 0.5} for c in hp["MAYA"])
+    wide = [c for c in hp["MAYA"] if c.get("hidden_size") == 128][0]
+    assert wide["num_heads"] == 8 and wide["ag_args"]["name_suffix"] == "_d128h8"
+    ft = [c for c in hp["TABSWIFT"] if c.get("fine_tune")][0]
+    # merged one level deep: the variant's suffix and priority are kept
+    assert ft["ag_args"] == {"name_suffix": "_ft", "priority": TABSWIFT_PRIORITY - 1, "valid_stacker": False}
+    assert all("max_epochs" not in c for c in hyperparameters("best")["MAYA"])  # nothing leaks into the preset
+    with pytest.raises(ValueError, match="XGB.*does not contain"):
+        hyperparameters("light", overrides={"XGB": {}})
+
+
+def _breast_cancer(n):
+    from sklearn.datasets import load_breast_cancer
+
+    return load_breast_cancer(as_frame=True).frame.sample(n=n, random_state=0).reset_index(drop=True)
+
+
+def test_light_fits_end_to_end_with_every_family():
+    data = _breast_cancer(240)
+    train, test = data.iloc[:200], data.iloc[200:]
+    hp = hyperparameters("light", overrides={k: v for k, v in FAST.items() if k != "XGB"})
+    pred = TabularPredictor(label="target", path="ag", verbosity=0).fit(
+        train, hyperparameters=hp, time_limit=120, num_cpus=1, num_gpus=0, raise_on_model_failure=True)
+    lb = pred.leaderboard(test, silent=True)
+    assert {"Maya", "TabSwift", "LightGBM", "CatBoost", "WeightedEnsemble_L2"} <= set(lb["model"]), lb
+    assert lb["score_test"].notna().all()
+    assert pred.predict(test.drop(columns="target")).shape == (len(test),)
+
+
+def test_best_variants_get_readable_names():
+    """The "best" portfolio on CPU with tiny sizes: every variant trains under its suffixed name."""
+    data = _breast_cancer(200)
+    overrides = {**FAST, "TABSWIFT": {**FAST["TABSWIFT"], "fine_tune_steps": 2, "fine_tune_eval_every": 1}}
+    pred = TabularPredictor(label="target", path="ag", verbosity=0).fit(
+        data, hyperparameters=hyperparameters("best", overrides=overrides), time_limit=150, num_cpus=1,
+        num_gpus=0, raise_on_model_failure=True, fit_weighted_ensemble=False)
+    assert set(pred.model_names()) == {"Maya", "Maya_d128h8", "Maya_dec2", "TabSwift", "TabSwift_ft",
+                                       "LightGBM", "CatBoost", "XGBoost"}
+    info = pred.info()["model_info"]
+    assert info["Maya_d128h8"]["hyperparameters"]["hidden_size"] == 128
+    assert info["Maya_dec2"]["hyperparameters"]["num_decoder_layers"] == 2
+    assert info["TabSwift_ft"]["hyperparameters"]["fine_tune"] is True
+    assert info["TabSwift"]["hyperparameters"]["fine_tune"] is False

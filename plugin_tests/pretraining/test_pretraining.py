@@ -177,3 +177,14 @@ def test_narrow_prior_tasks_and_stop_after(tmp_path, one_torch_thread_seeded):
     assert torch.load(tmp_path / "narrow" / STATE_FILE, weights_only=True)["counters"]["step"] == 4
     batch = PriorBatches("random_mlp", TaskShape(batch_size=2, rows=16, max_features=6), seed=0)[0]
     assert batch["x"].shape[-1] == 6
+
+
+def test_curriculum_prior_alternates_random_mlp_and_scm_batches():
+    pytest.importorskip("tabicl", reason="the SCM priors need the [pretrain] extra (tabicl>=2.2)")
+    from autogluon_maya.pretraining.data import _seed_for, random_mlp_batch
+
+    shape = TaskShape(batch_size=4, rows=32, max_features=10, max_classes=4)
+    data = PriorBatches("mix_scm+random_mlp", shape, seed=5)
+    easy = random_mlp_batch(shape, np.random.default_rng(_seed_for(5, 2)))
+    assert torch.equal(data[2]["x"], easy["x"])  # even index: the random-MLP batch of that index
+    assert torch.equal(data[3]["x"], PriorBatches("mix_scm", shape, seed=5)[3]["x"])  # odd: the SCM batch

@@ -1,4 +1,4 @@
-"""Dynamic stacking (DyStack) with the STRING key "MAYA".
+"""Dynamic stacking (DyStack) with the STRING keys "MAYA" and "TABSWIFT".
 
 AutoGluon runs the DyStack sub-fit in a fresh Ray worker that resolves the hyperparameter keys in its
 own model registry; without ``autogluon_maya._registry.install_dystack_hook`` that worker has never
@@ -25,7 +25,8 @@ def test_string_key_is_trained_in_the_dystack_sub_fit(caplog):
     ag_logger.addHandler(caplog.handler)
     try:
         pred = TabularPredictor(label="target", path="ag", verbosity=2).fit(
-            data, hyperparameters={1: {"MAYA": {"max_epochs": 2}, "GBM": gbm}, 2: {"GBM": gbm}},
+            data, hyperparameters={1: {"MAYA": {"max_epochs": 2}, "TABSWIFT": {"n_estimators": 1, "max_context_rows": 128},
+                                     "GBM": gbm}, 2: {"GBM": gbm}},
             num_bag_folds=2, num_stack_levels=1, dynamic_stacking=True,
             ds_args={"clean_up_fits": False})  # keep the sub-fit on disk as evidence
     finally:
@@ -37,16 +38,18 @@ def test_string_key_is_trained_in_the_dystack_sub_fit(caplog):
     # AutoGluon logs the sub-fit's holdout leaderboard in the driver process: Maya must be on it.
     assert "Leaderboard on holdout data (DyStack)" in log
     assert "Maya_BAG_L1" in log.split("Leaderboard on holdout data (DyStack)", 1)[1]
+    assert "TabSwift_BAG_L1" in log.split("Leaderboard on holdout data (DyStack)", 1)[1]
 
     # The sub-fit predictor itself (written by the Ray worker) holds the trained Maya model, stacked on.
     sub_fits = sorted(p.parent for p in Path("ag", "ds_sub_fit").glob("*/predictor.pkl"))
     assert sub_fits, "no DyStack sub-fit was saved"
     sub = TabularPredictor.load(str(sub_fits[0]), verbosity=0)
-    assert {"Maya_BAG_L1", "LightGBM_BAG_L1", "LightGBM_BAG_L2"} <= set(sub.model_names()), sub.model_names()
+    assert {"Maya_BAG_L1", "TabSwift_BAG_L1", "LightGBM_BAG_L1", "LightGBM_BAG_L2"} <= set(sub.model_names()), \
+        sub.model_names()
 
     # ... and the main fit trains Maya too (stacking kept or not, depending on DyStack's verdict).
     lb = pred.leaderboard(silent=True)
-    assert "Maya_BAG_L1" in set(lb["model"]), lb
+    assert {"Maya_BAG_L1", "TabSwift_BAG_L1"} <= set(lb["model"]), lb
     assert lb.set_index("model").loc["Maya_BAG_L1", "score_val"] > 0
 
 

@@ -25,7 +25,7 @@ global ``autogluon.tabular.predictor.predictor._dystack`` by :func:`_dystack_wit
 a thin pass-through defined *here*.  Ray/cloudpickle pickles an importable module-level function by
 reference (module + qualified name), so the worker must ``import autogluon_maya._registry`` to obtain
 the function, which runs ``autogluon_maya/__init__.py`` and registers every model of the package
-(MAYA now, TabSwift too once it is passed to ``register_models``) before AutoGluon resolves any key.
+(MAYA and TabSwift, both passed to ``register_models``) before AutoGluon resolves any key.
 The wrapper also imports the package explicitly, so the in-process path (``memory_safe_fits=False``
 or no Ray) behaves identically.
 

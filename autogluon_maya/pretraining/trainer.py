@@ -159,6 +159,18 @@ def plot_losses(metrics_csv: Path, png: Path) -> None:
 
 
 # ---- the loop ----------------------------------------------------------------------------------
+def _all_ranks(flag: bool, world_size: int, device, any_rank: bool) -> bool:
+    """``flag`` agreed over the DDP ranks (any rank true / all ranks true); the flag itself on one process.
+
+    Decisions such as "skip this update" or "stop now" taken from a rank's own loss or clock would let
+    the ranks' weights diverge or leave one rank waiting forever in the next all-reduce."""
+    if world_size <= 1 or not torch.distributed.is_available() or not torch.distributed.is_initialized():
+        return flag
+    t = torch.tensor([1.0 if flag else 0.0], device=device)
+    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX if any_rank else torch.distributed.ReduceOp.MIN)
+    return bool(t.item() > 0.5)
+
+
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -223,7 +235,10 @@ def train(cfg: PretrainConfig, rank: int = 0, world_size: int = 1,
                 parts_sum[k] = parts_sum.get(k, 0.0) + float(v.detach()) / n_micro
         trainable = [p for p in net.parameters() if p.requires_grad]
         grad_norm = float(torch.nn.utils.clip_grad_norm_(trainable, cfg.clip_grad_norm))
-        if math.isfinite(grad_norm) and all(map(math.isfinite, parts_sum.values())):
+        healthy = math.isfinite(grad_norm) and all(map(math.isfinite, parts_sum.values()))
+        if not _all_ranks(healthy, world_size, device, any_rank=False):  # every rank must take the same decision
+            healthy = False
+        if healthy:
             opt.step()
             counters["bad_steps_in_a_row"] = 0
         else:  # a rare degenerate synthetic task must not poison the weights: skip the update, keep a record
@@ -260,6 +275,7 @@ def train(cfg: PretrainConfig, rank: int = 0, world_size: int = 1,
             sums, window = {}, {"t": now, "wait": 0.0, "steps": 0}
         out_of_time = (cfg.time_limit is not None and time.time() - start > cfg.time_limit) or \
             (cfg.stop_after is not None and step >= cfg.stop_after)
+        out_of_time = _all_ranks(out_of_time, world_size, device, any_rank=True)  # ranks stop together
         if is_main and (step - last_save >= cfg.checkpoint_every or step == cfg.steps or out_of_time):
             save_state(state_path, net, opt, sched,
                        {**counters, "train_seconds": counters["train_seconds"] + time.time() - start}, cfg)

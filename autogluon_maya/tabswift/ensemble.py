@@ -164,6 +164,7 @@ class TabSwiftEnsemble:
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_caches"] = {}  # derived from the context and the weights: rebuilt on first use
+        state.pop("last_exit_layers_", None)  # diagnostics of the last predict call only
         return state
 
     # ---- fit ----------------------------------------------------------------------------------

@@ -3,9 +3,10 @@
 Each step draws episodes from the training rows -- a random subset split into support and query rows,
 seen through a random ensemble member's view (normalization, feature permutation, class shift) so the
 network is not tuned to one ordering -- and minimizes the pretraining loss on the queries (CE, or
-MSE + MAE on targets standardized with the support's statistics).  Every ``eval_every`` steps the
-whole ensemble scores the validation rows; the best weights (the pretrained ones count as step 0)
-are kept, so fine-tuning can never end worse on validation than zero-shot.
+MSE + MAE on targets standardized with the support's statistics).  Every ``eval_every`` steps
+``score_fn`` scores the validation rows (the model passes the first ``fine_tune_eval_members``
+members, for speed); the best weights (the pretrained ones count as step 0) are kept, so fine-tuning
+never ends worse than zero-shot on that validation check.
 """
 
 from __future__ import annotations
@@ -53,10 +54,12 @@ def episode_loss(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int, dev
 
 def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], steps: int, lr: float,
               episodes_per_step: int, rows: int, eval_every: int, patience: int, seed: int,
-              deadline: Optional[float] = None) -> Dict:
+              deadline: Optional[float] = None, schedule_steps: Optional[int] = None) -> Dict:
     """Fine-tune ``ens.network`` in place; returns a summary with the best step (0 = pretrained).
 
-    ``score_fn=None`` (refit on all rows, no validation): run exactly ``steps`` steps, keep the result."""
+    ``score_fn=None`` (refit on all rows, no validation): run exactly ``steps`` steps, keep the result.
+    ``schedule_steps`` (default ``steps``) is the cosine horizon: a refit that replays the best step
+    count of a validated run passes that run's horizon, so its learning rates are the same."""
     net = ens.network
     device = net.registers.device
     if ens.task == CLASSIFICATION and ens.n_classes_ > net.config.max_classes:
@@ -70,7 +73,7 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
     history = [(0, best["score"])]
     params = [p for n, p in net.named_parameters() if not n.startswith(("layer_heads", "exit_heads"))]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, steps), eta_min=lr * 0.1)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, schedule_steps or steps), eta_min=lr * 0.1)
     bad, step, t0 = 0, 0, time.time()
     stop_reason = "steps"
     for step in range(1, steps + 1):
@@ -85,7 +88,7 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         sched.step()
-        if step % eval_every == 0 or step == steps:
+        if score_fn is not None and (step % eval_every == 0 or step == steps):
             net.eval()
             ens.clear_cache()  # weights changed: cached contexts are stale
             score = score_fn()

@@ -158,6 +158,7 @@ class TabSwiftModel(AbstractTorchModel):
                                      patience=int(p["fine_tune_patience"]), seed=seed, deadline=deadline))
             summary.pop("history", None)
             self.params_trained["fine_tune_steps"] = max(0, int(summary["best_step"]))
+            self.params_trained["fine_tune_schedule_steps"] = int(p["fine_tune_steps"])
             self.params_trained["fine_tune"] = summary["best_step"] > 0
         elif p["fine_tune"]:  # refit_full / no validation: replay the step count found with validation
             from .finetune import fine_tune
@@ -167,22 +168,34 @@ class TabSwiftModel(AbstractTorchModel):
                 summary.update(fine_tune(ens, None, steps=steps, lr=float(p["fine_tune_lr"]),
                                          episodes_per_step=int(p["fine_tune_episodes_per_step"]),
                                          rows=int(p["fine_tune_rows"]), eval_every=steps, patience=1,
-                                         seed=seed, deadline=None))
+                                         seed=seed, deadline=None,
+                                         schedule_steps=p.get("fine_tune_schedule_steps") or steps))
+        if p["fine_tune"] and tau not in (None, "auto"):
+            logger.log(20, f"\tTabSwift: fixed tau={tau} after fine-tuning: the exit heads were calibrated on the "
+                           "pretrained backbone; tau='auto' re-chooses it on validation")
         if tau == "auto":
             if has_val and network.n_exit_layers:
-                summary.update(self._choose_tau(ens, score_fn, float(p["tau_max_loss"])))
+                summary.update(self._choose_tau(ens, score_fn, float(p["tau_max_loss"]), budget))
             else:
                 logger.log(20, "\tTabSwift: tau='auto' needs validation data and exit heads; early exit off")
                 ens.tau = None
             self.params_trained["tau"] = ens.tau
         self._fit_summary = summary
 
-    def _choose_tau(self, ens, score_fn, max_loss: float) -> Dict:
-        """Lowest τ (earliest exits) whose validation score is within ``max_loss`` (relative) of no exit."""
+    def _choose_tau(self, ens, score_fn, max_loss: float, budget) -> Dict:
+        """Lowest τ (earliest exits) whose validation score is within ``max_loss`` (relative) of no exit.
+
+        Candidates run from high τ (late exits) to low; when the time budget runs out the search stops
+        and keeps the best τ found so far (None if none was tried)."""
         ens.tau = None
+        t0 = time.time()
         base = score_fn()
+        per_call = time.time() - t0
         chosen, depth, table = None, float(ens.network.config.n_layers), []
         for tau in TAU_CANDIDATES:
+            if budget.limit is not None and budget.remaining() < 1.5 * per_call:
+                logger.log(20, f"\tTabSwift: tau search stopped at the time limit after {len(table)} candidates")
+                break
             ens.tau = tau
             score = score_fn()
             mean_depth = ens.last_mean_exit_layer

@@ -141,3 +141,23 @@ def test_memory_estimate_grows_with_context():
     assert est(4_000) > est(500)
     assert est(20_000) == est(20_000, max_context_rows=2048)  # the context, not the table, is held
     assert est(20_000, max_context_rows=16_000) > est(20_000)
+
+
+def test_fine_tuning_without_validation_replays_the_step_count(tmp_path):
+    """The refit_full / refit_folds path: no validation rows, so exactly ``fine_tune_steps`` steps run
+    and the tuned weights are kept (this path once crashed calling a missing score function)."""
+    import torch
+
+    from autogluon_maya.tabswift.weights import load_checkpoint
+
+    data = _frame(200, seed=6)
+    model = TabSwiftModel(path=str(tmp_path / "m"), name="ts", problem_type="binary", eval_metric="accuracy",
+                          hyperparameters={**FAST, "fine_tune": True, "fine_tune_steps": 3, "fine_tune_rows": 64,
+                                           "fine_tune_schedule_steps": 30})
+    model.fit(X=data.drop(columns="y"), y=data["y"])
+    assert model._fit_summary["fine_tune_steps"] == 3 and model._fit_summary["best_step"] == 3
+    pretrained = load_checkpoint(SHIPPED_CHECKPOINT).state_dict()
+    tuned = model.model.network.state_dict()
+    assert any(not torch.equal(pretrained[k], tuned[k].cpu()) for k in pretrained)
+    proba = model.predict_proba(data.drop(columns="y").iloc[:20])
+    assert proba.shape == (20,) and np.isfinite(proba).all()

@@ -14,12 +14,14 @@ from autogluon.core.hpo.constants import RAY_BACKEND
 from autogluon.core.utils.exceptions import TimeLimitExceeded
 from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorchModel
 
+from ..common.ag_model import TorchPluginMixin, param_value
+
 from .defaults import DEFAULT_PARAMS
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
 
-class MayaModel(AbstractTorchModel):
+class MayaModel(TorchPluginMixin, AbstractTorchModel):
     """MAYA: multi-branch-attention encoder + inter-instance-attention decoder, trained per dataset.
 
     Hyperparameters: see ``autogluon_maya.maya.defaults.DEFAULT_PARAMS`` and the README.
@@ -84,10 +86,8 @@ class MayaModel(AbstractTorchModel):
 
         budget = TimeBudget(time_limit)
         p = self._get_model_params()
-        seed = int(p.pop(self.seed_name, 0) or 0)
-        torch.manual_seed(seed)
-        torch.set_num_threads(max(1, int(num_cpus)))  # restored by the reset_torch_threads tag
-        device = torch.device(self._resolve_fit_device(num_gpus=num_gpus))
+        seed, device = self._start_torch_fit(p, num_cpus, num_gpus)
+        p.pop(self.seed_name, None)  # the remaining params go to the trainer as network/optimizer settings
 
         hidden = round_hidden_size(int(p["hidden_size"]), int(p["num_heads"]))
         if hidden != p["hidden_size"]:
@@ -181,10 +181,6 @@ class MayaModel(AbstractTorchModel):
             raw = self.model.predict_raw(x_num, x_cat, int(p["predict_chunk_size"]), p["context_topk"])
         return self._raw_to_proba(raw).astype(np.float32)
 
-    def _get_child_num_cpus(self) -> Optional[int]:
-        n = getattr(self, "fit_num_cpus_child", None) or getattr(self, "fit_num_cpus", None)
-        return int(n) if n else None
-
     # ---- device / resources / tags ------------------------------------------------------
     def get_device(self) -> str:
         return next(self.model.parameters()).device.type
@@ -202,8 +198,7 @@ class MayaModel(AbstractTorchModel):
         hp = {**DEFAULT_PARAMS, **{k: v for k, v in (hyperparameters or {}).items() if k in DEFAULT_PARAMS}}
 
         def num(key):
-            v = hp[key]
-            return v.default if hasattr(v, "default") else v
+            return param_value(hp, key)
 
         n, f = len(X), max(1, X.shape[1])
         d, b, L, br = int(num("hidden_size")), int(num("batch_size")), int(num("num_layers")), int(num("num_branch"))

@@ -127,8 +127,15 @@ class MetricsLog:
             w.writerows(self.rows)
 
     def add(self, row: Dict) -> None:
-        self.rows.append({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
-        self._write_all()
+        """Append one row (the file is rewritten only once, at start, to drop rows past the checkpoint)."""
+        row = {k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()}
+        first = not self.rows
+        self.rows.append(row)
+        with open(self.path, "w" if first else "a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(self.rows[0]))
+            if first:
+                w.writeheader()
+            w.writerow(row)
 
 
 def plot_losses(metrics_csv: Path, png: Path) -> None:
@@ -188,6 +195,7 @@ def train(cfg: PretrainConfig, rank: int = 0, world_size: int = 1,
     net = build_network(cfg).to(device)
     set_trainable(net, cfg.stage)
     opt, sched = make_optimizer(net, cfg)
+    trainable = [p for p in net.parameters() if p.requires_grad]
     counters = {"step": 0, "tasks_seen": 0, "train_seconds": 0.0}
     state_path = out / STATE_FILE
     if state_path.exists():
@@ -233,7 +241,6 @@ def train(cfg: PretrainConfig, rank: int = 0, world_size: int = 1,
             (parts["loss"] / n_micro).backward()
             for k, v in parts.items():
                 parts_sum[k] = parts_sum.get(k, 0.0) + float(v.detach()) / n_micro
-        trainable = [p for p in net.parameters() if p.requires_grad]
         grad_norm = float(torch.nn.utils.clip_grad_norm_(trainable, cfg.clip_grad_norm))
         healthy = math.isfinite(grad_norm) and all(map(math.isfinite, parts_sum.values()))
         if not _all_ranks(healthy, world_size, device, any_rank=False):  # every rank must take the same decision

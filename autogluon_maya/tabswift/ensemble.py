@@ -113,13 +113,6 @@ def stratified_subsample(y: np.ndarray, max_rows: int, rng: np.random.Generator,
     return np.sort(np.concatenate(chosen))
 
 
-class _DetachedEngine:
-    """Placeholder while the network is detached (saving): keeps the chunk size, predicts nothing."""
-
-    def __init__(self, chunk_size: int):
-        self.chunk_size = chunk_size
-
-
 def _rows(X, idx):
     return X.iloc[idx].reset_index(drop=True) if isinstance(X, pd.DataFrame) else np.asarray(X)[idx]
 
@@ -138,6 +131,7 @@ class TabSwiftEnsemble:
             raise ValueError("need n_estimators >= 1, at least one norm method, softmax_temperature > 0 "
                              "and max_context_rows >= 1")
         self.network = network.eval()
+        self.chunk_size = int(chunk_size)
         self.engine = TabSwiftEngine(network, chunk_size=chunk_size)
         self.n_estimators, self.norm_methods = int(n_estimators), tuple(norm_methods)
         self.class_shift, self.feature_shuffle = class_shift, feature_shuffle
@@ -150,8 +144,7 @@ class TabSwiftEnsemble:
     def set_network(self, network: Optional[TabSwiftNetwork]) -> None:
         """Swap the network (after loading, moving device or fine-tuning); drops every cached context."""
         self.network = network.eval() if network is not None else None
-        self.engine = TabSwiftEngine(network, chunk_size=self.engine.chunk_size) if network is not None else \
-            _DetachedEngine(self.engine.chunk_size)
+        self.engine = TabSwiftEngine(network, chunk_size=self.chunk_size) if network is not None else None
         self.clear_cache()
 
     def clear_cache(self) -> None:

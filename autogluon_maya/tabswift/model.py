@@ -28,6 +28,8 @@ from autogluon.core.constants import BINARY, MULTICLASS, REGRESSION
 from autogluon.core.hpo.constants import RAY_BACKEND
 from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorchModel
 
+from ..common.ag_model import TorchPluginMixin, param_value
+
 from .defaults import DEFAULT_PARAMS, SHIPPED_CHECKPOINT
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
@@ -47,7 +49,7 @@ def describe_checkpoint(path) -> str:
     return text
 
 
-class TabSwiftModel(AbstractTorchModel):
+class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     """TabSwift: pretrained in-context-learning transformer with registers, gated attention and early exit.
 
     Hyperparameters: ``autogluon_maya.tabswift.defaults.DEFAULT_PARAMS`` and the README.
@@ -103,10 +105,7 @@ class TabSwiftModel(AbstractTorchModel):
 
         budget = TimeBudget(time_limit)
         p = self._get_model_params()
-        seed = int(p.get(self.seed_name, 0) or 0)
-        torch.manual_seed(seed)
-        torch.set_num_threads(max(1, int(num_cpus)))  # restored by the reset_torch_threads tag
-        device = torch.device(self._resolve_fit_device(num_gpus=num_gpus))
+        seed, device = self._start_torch_fit(p, num_cpus, num_gpus)
 
         path = self.checkpoint_path()
         network = load_checkpoint(path).to(device)
@@ -136,6 +135,8 @@ class TabSwiftModel(AbstractTorchModel):
                     return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=self._ensemble_proba(X_val_p),
                                                         metric=self.stopping_metric)
 
+        ft_common = dict(lr=float(p["fine_tune_lr"]), episodes_per_step=int(p["fine_tune_episodes_per_step"]),
+                         rows=int(p["fine_tune_rows"]), seed=seed)
         if p["fine_tune"] and has_val:
             from .finetune import fine_tune
 
@@ -152,10 +153,9 @@ class TabSwiftModel(AbstractTorchModel):
                 finally:
                     ens.members_ = all_members
 
-            summary.update(fine_tune(ens, ft_score_fn, steps=int(p["fine_tune_steps"]), lr=float(p["fine_tune_lr"]),
-                                     episodes_per_step=int(p["fine_tune_episodes_per_step"]),
-                                     rows=int(p["fine_tune_rows"]), eval_every=int(p["fine_tune_eval_every"]),
-                                     patience=int(p["fine_tune_patience"]), seed=seed, deadline=deadline))
+            summary.update(fine_tune(ens, ft_score_fn, steps=int(p["fine_tune_steps"]),
+                                     eval_every=int(p["fine_tune_eval_every"]), patience=int(p["fine_tune_patience"]),
+                                     deadline=deadline, **ft_common))
             summary.pop("history", None)
             self.params_trained["fine_tune_steps"] = max(0, int(summary["best_step"]))
             self.params_trained["fine_tune_schedule_steps"] = int(p["fine_tune_steps"])
@@ -165,11 +165,8 @@ class TabSwiftModel(AbstractTorchModel):
 
             steps = int(p["fine_tune_steps"])
             if steps > 0:
-                summary.update(fine_tune(ens, None, steps=steps, lr=float(p["fine_tune_lr"]),
-                                         episodes_per_step=int(p["fine_tune_episodes_per_step"]),
-                                         rows=int(p["fine_tune_rows"]), eval_every=steps, patience=1,
-                                         seed=seed, deadline=None,
-                                         schedule_steps=p.get("fine_tune_schedule_steps") or steps))
+                summary.update(fine_tune(ens, None, steps=steps, eval_every=steps, patience=1, deadline=None,
+                                         schedule_steps=p.get("fine_tune_schedule_steps") or steps, **ft_common))
         if p["fine_tune"] and tau not in (None, "auto"):
             logger.log(20, f"\tTabSwift: fixed tau={tau} after fine-tuning: the exit heads were calibrated on the "
                            "pretrained backbone; tau='auto' re-chooses it on validation")
@@ -221,10 +218,6 @@ class TabSwiftModel(AbstractTorchModel):
         with torch_threads(self._get_child_num_cpus()):
             return self._ensemble_proba(X).astype(np.float32)
 
-    def _get_child_num_cpus(self) -> Optional[int]:
-        n = getattr(self, "fit_num_cpus_child", None) or getattr(self, "fit_num_cpus", None)
-        return int(n) if n else None
-
     # ---- save / load: weights beside the pickle -----------------------------------------
     def save(self, path: Optional[str] = None, verbose: bool = True) -> str:
         from .weights import save_checkpoint
@@ -267,8 +260,7 @@ class TabSwiftModel(AbstractTorchModel):
         hp = {**DEFAULT_PARAMS, **(hyperparameters or {})}
 
         def num(key):
-            v = hp[key]
-            return v.default if hasattr(v, "default") else v
+            return param_value(hp, key)
 
         ctx = min(len(X), int(num("max_context_rows")))
         f = min(max(1, X.shape[1]), 100)

@@ -111,6 +111,15 @@ def test_fine_tuning_never_ends_below_zero_shot_on_validation(tmp_path):
     assert s["best_val_score"] >= s["zero_shot_val_score"]
     assert s["fine_tune_steps"] >= 3
     assert model.params_trained["fine_tune_steps"] == s["best_step"]
+    # the kept weights are the best step's: the pretrained ones exactly when no step beat zero-shot
+    import torch
+
+    from autogluon_maya.tabswift.weights import load_checkpoint
+
+    pretrained = load_checkpoint(SHIPPED_CHECKPOINT).state_dict()
+    tuned = model.model.network.state_dict()
+    unchanged = all(torch.equal(pretrained[k], tuned[k].cpu()) for k in pretrained)
+    assert unchanged == (s["best_step"] == 0)
 
 
 def test_corrupt_checkpoint_is_a_clear_error(tmp_path):

@@ -15,9 +15,21 @@ Sources:
   CPU cores a small model learnt in-context regression within ~100 steps on random_mlp tasks, but not
   within 1,400 steps on mix_scm alone (regression MSE stayed at 0.99, i.e. predicting the mean).
 
+Task sizes (stage 2, ``TaskShape.min_rows``): the row count T of batch ``i`` is drawn log-uniform in
+``[min_rows, ceiling(i)]`` -- the ceiling grows from ``min_rows`` to ``rows`` over ``ramp_batches``
+when a curriculum is asked for -- and the batch holds ``clip(rows_per_batch // T, 1, batch_size)``
+tasks, so one step costs about the same at 16 rows as at 2,048.  These draws come from their own
+random stream, so a fixed-size run (stage 1) sees exactly the batches it saw before they existed.
+
+Uninformative columns (``noise_feature_prob``): a task so chosen gets k extra columns, k log-uniform
+in [1, room to F], each either N(0, 1) noise or a row-shuffled copy of one of its own columns (same
+marginal, no relation to the target), and its columns are then shuffled.  Users' tables carry such
+columns, and a wide table split into feature subsets at inference hands the network mostly-noise views.
+
 Every batch is a dict of tensors: ``x`` (B, T, F_max) zero-padded features, ``n_features`` (B,),
 ``y_reg`` (B, T) standardized targets, ``y_cls`` (B, T) class ids, ``n_classes`` (B,) and the shared
-``n_support`` (first rows are support, the rest queries).
+``n_support`` (first rows are support, the rest queries); with ``one_target_mode`` also ``cls_mask``
+(B,) bool: the tasks trained in the classification head (the others in the regression head).
 """
 
 from __future__ import annotations
@@ -46,6 +58,26 @@ class TaskShape:
     max_classes: int = 10
     min_support_fraction: float = 0.1
     max_support_fraction: float = 0.9
+    min_rows: Optional[int] = None       # None: every batch has ``rows`` rows and ``batch_size`` tasks
+    rows_per_batch: Optional[int] = None  # row budget of a batch when rows vary (None: batch_size tasks)
+    ramp_batches: int = 0                # curriculum length in batch indices (0: full range at once)
+    noise_feature_prob: float = 0.0
+    one_target_mode: bool = False
+
+    def size_of(self, index: int, seed: int):
+        """(rows, tasks, support rows) of batch ``index``; None for the support when the prior draws it."""
+        if self.min_rows is None:
+            return self.rows, self.batch_size, None
+        rng = np.random.default_rng([seed, index, 1])  # own stream: see module docstring
+        lo, hi = np.log(self.min_rows), np.log(self.rows)
+        if self.ramp_batches:
+            hi = lo + (hi - lo) * min(1.0, index / self.ramp_batches)
+        rows = int(round(np.exp(rng.uniform(lo, hi))))
+        tasks = self.batch_size if self.rows_per_batch is None else \
+            int(np.clip(self.rows_per_batch // rows, 1, self.batch_size))
+        fraction = rng.uniform(self.min_support_fraction, self.max_support_fraction)
+        support = int(np.clip(round(fraction * rows), 2, rows - 2))
+        return rows, tasks, support
 
 
 def _seed_for(seed: int, index: int) -> int:
@@ -103,22 +135,71 @@ class PriorBatches(Dataset):
     def __getitem__(self, index: int) -> Dict[str, torch.Tensor]:
         seed = _seed_for(self.seed, index)
         rng = np.random.default_rng(seed)
+        rows, tasks, support = self.shape.size_of(index, self.seed)
         if self.prior == "random_mlp" or (self.prior == "mix_scm+random_mlp" and index % 2 == 0):
-            return random_mlp_batch(self.shape, rng)
-        # tabicl draws from the global RNGs: seed them so the batch depends on (seed, index) only
-        torch.manual_seed(seed)
-        np.random.seed(seed % 2 ** 32)
-        random.seed(seed)
-        with torch.no_grad():
-            x, y, d, _, train_sizes = self._tabicl_dataset().get_batch()
-        return unify(x, y, d, int(train_sizes[0]), self.shape.max_classes, rng)
+            batch = random_mlp_batch(self.shape, rng, rows, tasks, support)
+        else:
+            # tabicl draws from the global RNGs: seed them so the batch depends on (seed, index) only
+            torch.manual_seed(seed)
+            np.random.seed(seed % 2 ** 32)
+            random.seed(seed)
+            prior = self._tabicl_dataset()
+            _set_task_size(prior, rows, support)
+            with torch.no_grad():
+                x, y, d, _, train_sizes = prior.get_batch(tasks)
+            batch = unify(x, y, d, int(train_sizes[0]), self.shape.max_classes, rng)
+        return self._extras(batch, index)
+
+    def _extras(self, batch: Dict[str, torch.Tensor], index: int) -> Dict[str, torch.Tensor]:
+        """Noise columns and the per-task head draw, from a stream of their own (stage 1 unchanged)."""
+        s = self.shape
+        if not (s.noise_feature_prob or s.one_target_mode):
+            return batch
+        rng = np.random.default_rng([self.seed, index, 2])
+        if s.noise_feature_prob:
+            add_noise_features(batch, s.noise_feature_prob, rng)
+        if s.one_target_mode:
+            batch["cls_mask"] = torch.as_tensor(rng.random(len(batch["x"])) < 0.5)
+        return batch
 
 
-def random_mlp_batch(shape: TaskShape, rng: np.random.Generator) -> Dict[str, torch.Tensor]:
+def _set_task_size(prior, rows: int, support: Optional[int]) -> None:
+    """Point tabicl's sampler at this batch's row count and support size (stage 2).
+
+    ``PriorDataset`` fixes the sizes at construction; its prior reads them from attributes at every
+    ``get_batch``, and an integer train-size range ``[s, s + 1)`` makes its draw exactly ``s``."""
+    if support is None:
+        return
+    for obj in (prior, getattr(prior, "prior", None)):
+        if obj is not None:
+            obj.min_seq_len, obj.max_seq_len = None, rows
+            obj.min_train_size, obj.max_train_size = support, support + 1
+
+
+def add_noise_features(batch: Dict[str, torch.Tensor], prob: float, rng: np.random.Generator) -> None:
+    """In place: tasks drawn with probability ``prob`` get uninformative columns (module docstring)."""
+    x, n_features = batch["x"], batch["n_features"]
+    B, T, F = x.shape
+    for b in range(B):
+        d = int(n_features[b])
+        room = F - d
+        if room < 1 or rng.random() >= prob:
+            continue
+        k = int(round(np.exp(rng.uniform(0.0, np.log(room)))))
+        noise = rng.standard_normal((T, k)).astype(np.float32)
+        for j in np.flatnonzero(rng.random(k) < 0.5):  # row-shuffled copies of the task's own columns
+            noise[:, j] = x[b, torch.from_numpy(rng.permutation(T)), int(rng.integers(d))].numpy()
+        cols = torch.cat([x[b, :, :d], torch.from_numpy(noise)], 1)
+        x[b, :, :d + k] = cols[:, torch.from_numpy(rng.permutation(d + k))]
+        n_features[b] = d + k
+
+
+def random_mlp_batch(shape: TaskShape, rng: np.random.Generator, rows: Optional[int] = None,
+                     tasks: Optional[int] = None, support: Optional[int] = None) -> Dict[str, torch.Tensor]:
     """Tasks y = MLP(x) + noise with a random 1-hidden-layer tanh MLP per task, standardized."""
-    B, T, F = shape.batch_size, shape.rows, shape.max_features
+    B, T, F = tasks or shape.batch_size, rows or shape.rows, shape.max_features
     n_support = int(rng.uniform(shape.min_support_fraction, shape.max_support_fraction) * T)
-    n_support = min(max(n_support, 2), T - 1)
+    n_support = min(max(n_support, 2), T - 1) if support is None else support
     x = np.zeros((B, T, F), dtype=np.float32)
     y = np.zeros((B, T), dtype=np.float32)
     n_features = rng.integers(shape.min_features, min(shape.max_features, 20) + 1, size=B)
@@ -165,4 +246,4 @@ def make_loader(dataset: PriorBatches, start: int, stop: int, num_workers: int =
                       persistent_workers=False)
 
 
-__all__ = ["PRIORS", "PriorBatches", "TaskShape", "make_loader", "random_mlp_batch", "unify"]
+__all__ = ["PRIORS", "PriorBatches", "TaskShape", "add_noise_features", "make_loader", "random_mlp_batch", "unify"]

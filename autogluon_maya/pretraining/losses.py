@@ -5,6 +5,11 @@ rows (classification head), once with standardized targets (regression head) -- 
 query rows is CE + MSE + MAE, equal weights (the paper gives none).  Logits beyond a task's class
 count are masked out, so the softmax only spreads over labels the task can have.
 
+With ``cls_mask`` in the batch (``target_mode="one"``) each task runs in one head only -- half the
+compute per task -- and the loss is CE over the classification tasks + (MSE + MAE) over the others,
+each a mean over its own tasks, so its expectation is the two-mode loss.  A part whose tasks are
+absent from the batch is left out of the sum (and of the returned parts).
+
 Stage 3 (early exit; backbone frozen): each layer's prediction head gets the same loss as the final
 head, and each exit head a binary cross-entropy on "this layer's prediction already agrees with the
 final layer's" -- same arg-max class, or a standardized regression output within ``tolerance`` of the
@@ -46,11 +51,15 @@ def backbone_loss(net: TabSwiftNetwork, batch: Dict[str, torch.Tensor]) -> Dict[
     """Stage 1-2 loss; returns the total under ``loss`` and its parts (detached) for logging."""
     xs, xq, n = _split(batch)
     parts: Dict[str, torch.Tensor] = {}
+    mask = batch.get("cls_mask")
     for task, key in ((CLASSIFICATION, "y_cls"), (REGRESSION, "y_reg")):
-        y = batch[key]
-        out = net(xs, y[:, :n], xq, task, n_features=batch["n_features"], masked=False)
-        parts.update(task_loss(out.prediction, y[:, n:], task, batch["n_classes"]))
-    parts["loss"] = parts["ce"] + parts["mse"] + parts["mae"]
+        rows = slice(None) if mask is None else (mask if task == CLASSIFICATION else ~mask)
+        if mask is not None and not bool(rows.any()):
+            continue
+        y = batch[key][rows]
+        out = net(xs[rows], y[:, :n], xq[rows], task, n_features=batch["n_features"][rows], masked=False)
+        parts.update(task_loss(out.prediction, y[:, n:], task, batch["n_classes"][rows]))
+    parts["loss"] = sum(parts.values())
     return parts
 
 

@@ -75,13 +75,27 @@ def make_optimizer(net: torch.nn.Module, cfg: PretrainConfig):
     return opt, torch.optim.lr_scheduler.SequentialLR(opt, [linear, cosine], milestones=[warmup])
 
 
-def step_flops(net: TabSwiftNetwork, cfg: PretrainConfig, n_support: int) -> float:
-    """Model FLOPs of one optimizer step (reference doc 1d): L(18 d² S + 4 d S C) per task forward,
-    x3 for forward + backward (stage 3: forward only), x2 because each task runs in both target modes."""
+def step_flops(net: TabSwiftNetwork, cfg: PretrainConfig, batch: Dict[str, torch.Tensor]) -> float:
+    """Model FLOPs of one optimizer step on ``batch`` (reference doc 1d): L(18 d² S + 4 d S C) per task
+    forward, x3 for forward + backward (stage 3: forward only), x2 when each task runs in both target
+    modes (stage 3 always; stages 1-2 unless ``target_mode="one"``)."""
     c = net.config
-    S, C = c.n_registers + cfg.rows, c.n_registers + n_support
+    tasks, rows = batch["x"].shape[:2]
+    S, C = c.n_registers + rows, c.n_registers + int(batch["n_support"])
     forward = c.n_layers * (18 * c.d_model ** 2 * S + 4 * c.d_model * S * C)
-    return 2 * cfg.batch_size * forward * (1 if cfg.stage == 3 else 3)
+    modes = 1 if "cls_mask" in batch and cfg.stage != 3 else 2
+    return modes * tasks * forward * (1 if cfg.stage == 3 else 3)
+
+
+def task_shape(cfg: PretrainConfig, net: TabSwiftNetwork, world_size: int = 1) -> TaskShape:
+    """The prior's task sizes for this stage (``data.TaskShape``); the curriculum counts batch indices."""
+    c = net.config
+    return TaskShape(batch_size=cfg.batch_size, rows=cfg.rows, min_features=cfg.min_features,
+                     max_features=min(cfg.max_prior_features or c.max_features, c.max_features),
+                     max_classes=c.max_classes, min_rows=cfg.min_rows, rows_per_batch=cfg.rows_per_step,
+                     ramp_batches=cfg.rows_ramp_steps * world_size,
+                     noise_feature_prob=cfg.noise_feature_prob or 0.0,
+                     one_target_mode=cfg.target_mode == "one" and cfg.stage != 3)
 
 
 # ---- checkpoint state --------------------------------------------------------------------------
@@ -117,22 +131,29 @@ class MetricsLog:
         self.rows = rows
         self._write_all()
 
+    def _fields(self):
+        return list(dict.fromkeys(k for r in self.rows for k in r))
+
     def _write_all(self):
         if not self.rows:
             self.path.write_text("")
             return
         with open(self.path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(self.rows[0]))
+            w = csv.DictWriter(f, fieldnames=self._fields(), restval="")
             w.writeheader()
             w.writerows(self.rows)
 
     def add(self, row: Dict) -> None:
-        """Append one row (the file is rewritten only once, at start, to drop rows past the checkpoint)."""
+        """Append one row.  The file is rewritten only at start (to drop rows past the checkpoint) or when a
+        row brings a new column (a run resumed by a newer version that logs more)."""
         row = {k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()}
-        first = not self.rows
+        first, new_column = not self.rows, bool(self.rows) and not set(row) <= set(self._fields())
         self.rows.append(row)
+        if new_column:
+            self._write_all()
+            return
         with open(self.path, "w" if first else "a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(self.rows[0]))
+            w = csv.DictWriter(f, fieldnames=self._fields(), restval="")
             if first:
                 w.writeheader()
             w.writerow(row)
@@ -163,6 +184,37 @@ def plot_losses(metrics_csv: Path, png: Path) -> None:
     fig.tight_layout()
     fig.savefig(png, dpi=120)
     plt.close(fig)
+
+
+class _Window:
+    """Sums over the steps since the last log row.  A loss part a step did not have (one target mode
+    drawn per task: a batch may hold no regression task) is averaged over the steps that had it."""
+
+    def __init__(self):
+        self.t, self.wait, self.steps, self.tasks, self.rows, self.flops = time.time(), 0.0, 0, 0, 0, 0.0
+        self.sums: Dict[str, float] = {}
+        self.counts: Dict[str, int] = {}
+
+    def add(self, parts: Dict[str, float], tasks: int, rows: int, flops: float) -> None:
+        for k, v in parts.items():
+            self.sums[k] = self.sums.get(k, 0.0) + v
+            self.counts[k] = self.counts.get(k, 0) + 1
+        self.steps, self.tasks, self.rows, self.flops = self.steps + 1, self.tasks + tasks, self.rows + rows, self.flops + flops
+
+    def means(self, keys) -> Dict[str, float]:
+        """Every key of ``keys`` (NaN if absent) first, so metrics.csv keeps one set of columns."""
+        out = {k: float("nan") for k in keys}
+        out.update({k: v / self.counts[k] for k, v in self.sums.items()})
+        return out
+
+    def rates(self, now: float, world_size: int) -> Dict[str, float]:
+        dt = max(now - self.t, 1e-9)
+        return {"tasks_per_s": self.tasks * world_size / dt, "mean_rows": self.rows / max(self.steps, 1),
+                "data_wait_fraction": self.wait / dt, "model_gflops_per_s": self.flops * world_size / dt / 1e9}
+
+
+def loss_keys(cfg: PretrainConfig):
+    return ("ce", "mse", "mae", "loss") if cfg.stage != 3 else ()
 
 
 # ---- the loop ----------------------------------------------------------------------------------
@@ -212,35 +264,33 @@ def train(cfg: PretrainConfig, rank: int = 0, world_size: int = 1,
     if is_main:
         (out / "config.json").write_text(json.dumps(cfg.to_dict(), indent=2))
 
-    c = net.config
-    width = min(cfg.max_prior_features or c.max_features, c.max_features)
-    shape = TaskShape(batch_size=cfg.batch_size, rows=cfg.rows, min_features=cfg.min_features,
-                      max_features=width, max_classes=c.max_classes)
+    shape = task_shape(cfg, net, world_size)
     stop = min(cfg.steps, cfg.stop_after) if cfg.stop_after is not None else cfg.steps
     loader = make_loader(PriorBatches(cfg.prior, shape, cfg.seed), min(counters["step"], stop), stop,
                          cfg.num_workers, rank, world_size)
     loss_fn = exit_loss if cfg.stage == 3 else backbone_loss
-    start, last_save, window = time.time(), counters["step"], {"t": time.time(), "wait": 0.0, "steps": 0}
+    start, last_save, window = time.time(), counters["step"], _Window()
     bar = tqdm(total=cfg.steps, initial=counters["step"], disable=not (progress and is_main),
                desc=f"TabSwift stage {cfg.stage}", dynamic_ncols=True)
-    sums: Dict[str, float] = {}
     t_wait = time.time()
     for batch in loader:
-        window["wait"] += time.time() - t_wait
+        window.wait += time.time() - t_wait
         batch = {k: v.to(device) for k, v in batch.items()}
         opt.zero_grad(set_to_none=True)
         parts_sum: Dict[str, float] = {}
-        n_micro = cfg.batch_size // cfg.micro_batch
-        for m in range(n_micro):
-            sl = slice(m * cfg.micro_batch, (m + 1) * cfg.micro_batch)
+        n_tasks = len(batch["x"])  # varies per batch in stage 2 (rows_per_step)
+        starts = range(0, n_tasks, cfg.micro_batch)
+        for m, a in enumerate(starts):
+            sl = slice(a, a + cfg.micro_batch)
             micro = {k: (v if v.dim() == 0 else v[sl]) for k, v in batch.items()}
-            sync = model.no_sync() if (world_size > 1 and m < n_micro - 1 and hasattr(model, "no_sync")) \
+            weight = len(micro["x"]) / n_tasks  # = 1 / n_micro when micro_batch divides the batch
+            sync = model.no_sync() if (world_size > 1 and m < len(starts) - 1 and hasattr(model, "no_sync")) \
                 else contextlib.nullcontext()
             with sync, autocast(device):
                 parts = loss_fn(model, micro, cfg.exit_tolerance) if cfg.stage == 3 else loss_fn(model, micro)
-            (parts["loss"] / n_micro).backward()
+            (parts["loss"] * weight).backward()
             for k, v in parts.items():
-                parts_sum[k] = parts_sum.get(k, 0.0) + float(v.detach()) / n_micro
+                parts_sum[k] = parts_sum.get(k, 0.0) + float(v.detach()) * weight
         grad_norm = float(torch.nn.utils.clip_grad_norm_(trainable, cfg.clip_grad_norm))
         healthy = math.isfinite(grad_norm) and all(map(math.isfinite, parts_sum.values()))
         if not _all_ranks(healthy, world_size, device, any_rank=False):  # every rank must take the same decision
@@ -258,28 +308,21 @@ def train(cfg: PretrainConfig, rank: int = 0, world_size: int = 1,
             opt.zero_grad(set_to_none=True)
         sched.step()
         counters["step"] += 1
-        counters["tasks_seen"] += cfg.batch_size * world_size
-        for k, v in {**parts_sum, "grad_norm": grad_norm}.items():
-            sums[k] = sums.get(k, 0.0) + v
-        window["steps"] += 1
+        counters["tasks_seen"] += n_tasks * world_size
+        window.add({**parts_sum, "grad_norm": grad_norm}, n_tasks, len(batch["x"][0]), step_flops(net, cfg, batch))
         bar.update(1)
         step = counters["step"]
         if step % cfg.log_every == 0 or step == cfg.steps:
             now = time.time()
-            dt = now - window["t"]
-            row = {"step": step, "stage": cfg.stage, **{k: v / window["steps"] for k, v in sums.items()},
+            row = {"step": step, "stage": cfg.stage, **window.means(loss_keys(cfg)),
                    "lr": sched.get_last_lr()[0], "tasks_seen": counters["tasks_seen"],
-                   "elapsed_s": counters["train_seconds"] + now - start,
-                   "tasks_per_s": window["steps"] * cfg.batch_size * world_size / dt,
-                   "data_wait_fraction": window["wait"] / dt,
-                   "model_gflops_per_s": window["steps"] * world_size
-                   * step_flops(net, cfg, int(batch["n_support"])) / dt / 1e9}
+                   "elapsed_s": counters["train_seconds"] + now - start, **window.rates(now, world_size)}
             bar.set_postfix(loss=f"{row['loss']:.3f}", tps=f"{row['tasks_per_s']:.1f}")
             if metrics is not None:
                 metrics.add(row)
             if report is not None:
                 report(row)
-            sums, window = {}, {"t": now, "wait": 0.0, "steps": 0}
+            window = _Window()
         out_of_time = (cfg.time_limit is not None and time.time() - start > cfg.time_limit) or \
             (cfg.stop_after is not None and step >= cfg.stop_after)
         out_of_time = _all_ranks(out_of_time, world_size, device, any_rank=True)  # ranks stop together
@@ -328,4 +371,5 @@ def training_record(cfg: PretrainConfig, net: TabSwiftNetwork, counters: Dict, w
             "network": net.config.to_dict(), "recipe": cfg.identity(), "torch": torch.__version__}
 
 
-__all__ = ["build_network", "export_from_state", "load_state", "make_optimizer", "save_state", "set_trainable", "step_flops", "train"]
+__all__ = ["build_network", "export_from_state", "load_state", "make_optimizer", "save_state", "set_trainable", "step_flops",
+           "task_shape", "train"]

@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Dict
 
+#: how support rows' class ids are embedded: our lookup table, or the release's scalar Linear(1, d)
+LABEL_ENCODINGS = ("embedding", "scalar")
+
 
 @dataclass(frozen=True)
 class TabSwiftConfig:
@@ -23,6 +26,11 @@ class TabSwiftConfig:
     query at every layer, so they are kept narrow (0.25 d: ~5% of a block's per-query FLOPs); the
     per-layer prediction heads only run on the rows that exit, so they can afford width d.
     ``early_exit=False`` builds the backbone and final heads only (the released parameter set).
+
+    ``label_encoding`` is the one place where the released ``swift.ckpt`` computes differently from our
+    default (``released.py`` lists what else was compared and found equal):
+    ``"embedding"`` (ours) looks class ids up in a C_max x d table; ``"scalar"`` (released) feeds the
+    class id as one float through Linear(1, d), so a converted release runs its own computation.
     """
 
     n_layers: int = 24
@@ -37,6 +45,7 @@ class TabSwiftConfig:
     exit_hidden_factor: float = 0.25
     early_exit: bool = True
     layer_norm_eps: float = 1e-5
+    label_encoding: str = "embedding"
 
     def __post_init__(self):
         positive = ("n_layers", "d_model", "n_heads", "ff_factor", "max_features", "head_hidden_factor")
@@ -50,6 +59,9 @@ class TabSwiftConfig:
         for name in ("layer_head_hidden_factor", "exit_hidden_factor"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"TabSwiftConfig.{name} must be > 0, got {getattr(self, name)}")
+        if self.label_encoding not in LABEL_ENCODINGS:
+            raise ValueError(f"TabSwiftConfig.label_encoding must be one of {LABEL_ENCODINGS}, "
+                             f"got {self.label_encoding!r}")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} must be a multiple of n_heads={self.n_heads}")
 

@@ -46,6 +46,9 @@ def describe_checkpoint(path) -> str:
     if t:
         text += (f"; pretrained by autogluon_maya.pretraining, stage {t.get('stage')}, {t.get('steps_done')} steps, "
                  f"{t.get('tasks_seen')} synthetic tasks, {t.get('train_hours')} h on {t.get('hardware')}")
+    source = info.get("metadata", {}).get("source", {})
+    if source.get("format"):
+        text += f"; converted from {source['format']} ({source.get('file')}, sha256 {str(source.get('sha256'))[:12]}...)"
     return text
 
 
@@ -88,8 +91,12 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         return self.eval_metric
 
     def checkpoint_path(self) -> Path:
+        """Our checkpoint to load: the shipped one, or what ``checkpoint_path`` / the environment variable
+        names -- a released ``swift.ckpt`` is converted once (cached), ``"hub"`` downloads it (``released.py``)."""
+        from .released import resolve_checkpoint
+
         path = self._get_model_params().get("checkpoint_path") or os.environ.get("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT")
-        return Path(path) if path else SHIPPED_CHECKPOINT
+        return resolve_checkpoint(path) if path else SHIPPED_CHECKPOINT
 
     # ---- fit ----------------------------------------------------------------------------
     def _fit(self, X: pd.DataFrame, y: pd.Series, X_val: Optional[pd.DataFrame] = None,

@@ -80,14 +80,17 @@ class RowEmbedding(nn.Module):
 class LabelEncoders(nn.Module):
     """Class ids -> an embedding table of C_max rows; standardized targets -> Linear(1, d).
 
-    A lookup table (not the released checkpoint's scalar Linear(1, d) on the class id) because class
-    ids are nominal: a linear map of the id would make class 3 "between" classes 2 and 4.
+    A lookup table by default (``encoding="embedding"``) because class ids are nominal: a linear map
+    of the id would make class 3 "between" classes 2 and 4.  ``encoding="scalar"`` is the released
+    checkpoint's Linear(1, d) on the id as a float, kept so converted released weights compute what
+    they were trained to compute.
     """
 
-    def __init__(self, max_classes: int, d: int):
+    def __init__(self, max_classes: int, d: int, encoding: str = "embedding"):
         super().__init__()
         self.max_classes = max_classes
-        self.classes = nn.Embedding(max_classes, d)
+        self.encoding = encoding
+        self.classes = nn.Embedding(max_classes, d) if encoding == "embedding" else nn.Linear(1, d)
         self.target = nn.Linear(1, d)
 
     def forward(self, y: torch.Tensor, task: str) -> torch.Tensor:
@@ -98,6 +101,8 @@ class LabelEncoders(nn.Module):
             if y_int.numel() and (y_int.min() < 0 or y_int.max() >= self.max_classes):
                 raise ValueError(f"class ids must lie in [0, {self.max_classes}); more classes than C_max "
                                  "need hierarchical grouping in the caller")
+            if self.encoding == "scalar":
+                return self.classes(y_int.unsqueeze(-1).to(self.classes.weight.dtype))
             return self.classes(y_int)
         return self.target(y.unsqueeze(-1).to(self.target.weight.dtype))
 
@@ -238,7 +243,7 @@ class TabSwiftNetwork(nn.Module):
         c = self.config = config
         d = c.d_model
         self.row_embedding = RowEmbedding(c.max_features, d)
-        self.label_encoders = LabelEncoders(c.max_classes, d)
+        self.label_encoders = LabelEncoders(c.max_classes, d, c.label_encoding)
         self.registers = nn.Parameter(torch.empty(c.n_registers, d))
         nn.init.normal_(self.registers, std=0.02)  # init is not published; small, like other learned tokens
         self.blocks = nn.ModuleList(GatedSplitAttentionBlock(d, c.n_heads, c.ff_factor, c.layer_norm_eps)

@@ -1,0 +1,323 @@
+"""The authors' released TabSwift weights (``swift.ckpt``, model hub ``LAMDA-Tabular/TabSwift``).
+
+The release is a ``torch.save`` pickle holding ``{"config": {...}, "state_dict": {...}}`` (353 tensors,
+8,203,211 parameters; ``../shared/docs/tabswift_reference.md``).  This module reads it *safely*
+(``torch.load(weights_only=True)``: tensors and plain containers only, so a file that would need to
+run code while unpickling is refused, never executed), maps every released tensor onto
+``TabSwiftNetwork`` and writes our safetensors + JSON checkpoint (with sha256) once, so later fits
+load the converted file and never touch a pickle again.
+
+What the release computes, compared with ``TabSwiftNetwork`` (learnt from the authors' model code,
+read through a public vendored copy; nothing here is copied from it):
+
+========================  ==========================================  ==============================
+part                      release                                     ours
+========================  ==========================================  ==============================
+class label encoder       Linear(1, d) on the class id as a float     embedding table (default);
+                                                                      ``label_encoding="scalar"``
+                                                                      reproduces the release
+feature-count rescale     x * F_max / F, then zero-pad to F_max        the same (scaling before or
+                                                                      after padding with zeros is
+                                                                      identical)
+registers                 K learned tokens prepended, cut = K + n_tr   the same; their initial values
+                                                                      do not matter once loaded
+block                     pre-LN, packed QKV, G1 gate from LN1(x),     the same
+                          GELU FFN (ff_factor x d), LN eps 1e-5
+final norm + heads        one LayerNorm, then 192-384-10 (cls) or      one ``head.norm``, then the
+                          192-384-1 (reg) GELU MLPs                    same MLPs
+early exit                not released                                 per-layer + exit heads, trained
+                                                                      by stage 3 on the converted
+                                                                      backbone
+========================  ==========================================  ==============================
+
+Regression targets: the released sklearn wrapper feeds raw y (its standardization is commented out,
+a known defect); our engine standardizes with the context statistics, as the model was pretrained.
+
+Only the key of the gate projection is not known from any source we could read: the audit of the
+file lists 14 tensors per block without naming them.  Both spellings a torch module would produce
+(``attn.gate_proj.weight`` for an ``nn.Linear`` sub-module, ``attn.gate_proj_weight`` for a raw
+parameter beside ``in_proj_weight``) are accepted; anything else is reported as a leftover tensor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import pickle
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+import torch
+
+from .config import TabSwiftConfig
+from .network import TabSwiftNetwork
+from .weights import checkpoint_paths, load_checkpoint, read_checkpoint_info, save_checkpoint, sha256_file
+
+logger = logging.getLogger(f"autogluon.ext.{__name__}")
+PathLike = Union[str, os.PathLike]
+RELEASED_FORMAT = "LAMDA-Tabular/TabSwift swift.ckpt"
+CACHE_ENV = "AUTOGLUON_MAYA_CACHE"
+
+_BLOCK = r"icl_predictor\.tf_icl\.blocks\.(\d+)\."
+#: (released key pattern, our key template): every released tensor must match exactly one rule
+KEY_RULES: List[Tuple[re.Pattern, str]] = [(re.compile(p + r"\Z"), t) for p, t in [
+    (r"x_linear\.(weight|bias)", r"row_embedding.proj.\1"),
+    (r"icl_predictor\.tf_icl\.register_token_values", "registers"),
+    (_BLOCK + r"attn\.in_proj_(weight|bias)", r"blocks.\1.qkv.\2"),
+    (_BLOCK + r"attn\.out_proj\.(weight|bias)", r"blocks.\1.out.\2"),
+    (_BLOCK + r"attn\.gate_proj[._](weight|bias)", r"blocks.\1.gate.\2"),
+    (_BLOCK + r"linear1\.(weight|bias)", r"blocks.\1.ffn.0.\2"),
+    (_BLOCK + r"linear2\.(weight|bias)", r"blocks.\1.ffn.2.\2"),
+    (_BLOCK + r"(norm1|norm2)\.(weight|bias)", r"blocks.\1.\2.\3"),
+    (r"icl_predictor\.ln\.(weight|bias)", r"head.norm.\1"),
+    (r"icl_predictor\.y_encoder\.(weight|bias)", r"label_encoders.classes.\1"),
+    (r"icl_predictor\.y_encoder_reg\.(weight|bias)", r"label_encoders.target.\1"),
+    (r"icl_predictor\.decoder\.(0|2)\.(weight|bias)", r"head.cls.\1.\2"),
+    (r"icl_predictor\.reg_decoder\.(0|2)\.(weight|bias)", r"head.reg.\1.\2"),
+]]
+
+#: our key pattern -> the released key it comes from (canonical spelling; for error messages)
+_OURS = r"blocks\.(\d+)\."
+_RELEASED_NAMES: List[Tuple[re.Pattern, str]] = [(re.compile(p + r"\Z"), t) for p, t in [
+    (r"row_embedding\.proj\.(weight|bias)", r"x_linear.\1"),
+    (r"registers", "icl_predictor.tf_icl.register_token_values"),
+    (_OURS + r"qkv\.(weight|bias)", r"icl_predictor.tf_icl.blocks.\1.attn.in_proj_\2"),
+    (_OURS + r"out\.(weight|bias)", r"icl_predictor.tf_icl.blocks.\1.attn.out_proj.\2"),
+    (_OURS + r"gate\.(weight|bias)", r"icl_predictor.tf_icl.blocks.\1.attn.gate_proj.\2"),
+    (_OURS + r"ffn\.0\.(weight|bias)", r"icl_predictor.tf_icl.blocks.\1.linear1.\2"),
+    (_OURS + r"ffn\.2\.(weight|bias)", r"icl_predictor.tf_icl.blocks.\1.linear2.\2"),
+    (_OURS + r"(norm1|norm2)\.(weight|bias)", r"icl_predictor.tf_icl.blocks.\1.\2.\3"),
+    (r"head\.norm\.(weight|bias)", r"icl_predictor.ln.\1"),
+    (r"label_encoders\.classes\.(weight|bias)", r"icl_predictor.y_encoder.\1"),
+    (r"label_encoders\.target\.(weight|bias)", r"icl_predictor.y_encoder_reg.\1"),
+    (r"head\.cls\.(0|2)\.(weight|bias)", r"icl_predictor.decoder.\1.\2"),
+    (r"head\.reg\.(0|2)\.(weight|bias)", r"icl_predictor.reg_decoder.\1.\2"),
+]]
+
+#: config keys the network needs; and keys inherited from TabICL that build nothing in TabSwift
+REQUIRED_CONFIG = ("max_classes", "max_dim", "embed_dim", "icl_num_blocks", "icl_nhead", "ff_factor",
+                   "register_tokens")
+INERT_CONFIG = ("col_num_blocks", "col_nhead", "col_num_inds", "row_num_blocks", "row_nhead", "row_rope_base",
+                "dropout", "proj_dim", "row_num_cls", "activation", "norm_first", "use_headwise_gate",
+                "use_elementwise_gate")
+
+
+class ReleasedCheckpointError(ValueError):
+    """A released-format file that can not be converted; the message names the file and the cause."""
+
+
+# ---- reading ------------------------------------------------------------------------------------
+def read_released(path: PathLike) -> Tuple[Dict[str, Any], Dict[str, torch.Tensor]]:
+    """``(config, state_dict)`` of a released checkpoint, read with ``torch.load(weights_only=True)``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"released TabSwift checkpoint not found: {path}")
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        found = re.search(r"GLOBAL (\S+)", str(err))
+        detail = f"it references the Python object {found.group(1)!r}" if found else str(err).strip().splitlines()[0]
+        raise ReleasedCheckpointError(
+            f"refused to load {path}: it needs arbitrary unpickling ({detail}). Only tensors and plain "
+            "containers are accepted (torch.load(weights_only=True)); unpickling anything else can run code "
+            "from the file. The official swift.ckpt contains only a config dict and a state dict.") from None
+    except Exception as err:  # not a torch file at all: truncated download, wrong file ...
+        raise ReleasedCheckpointError(f"{path} is not a readable torch checkpoint ({type(err).__name__}: "
+                                      f"{str(err).strip().splitlines()[0] if str(err).strip() else ''})") from None
+    if not isinstance(obj, dict) or "state_dict" not in obj or "config" not in obj:
+        found = sorted(obj)[:10] if isinstance(obj, dict) else type(obj).__name__
+        raise ReleasedCheckpointError(f"{path} is not in the released TabSwift layout: expected a dict with "
+                                      f"'config' and 'state_dict', found {found}")
+    config, state = obj["config"], obj["state_dict"]
+    if not isinstance(config, dict) or not isinstance(state, dict):
+        raise ReleasedCheckpointError(f"{path}: 'config' and 'state_dict' must be dicts")
+    bad = [k for k, v in state.items() if not isinstance(v, torch.Tensor) or not v.is_floating_point()]
+    if bad:
+        raise ReleasedCheckpointError(f"{path}: state_dict entries that are not float tensors: {bad[:5]}")
+    return config, state
+
+
+def network_config(config: Dict[str, Any], state: Dict[str, torch.Tensor], source: str = "") -> TabSwiftConfig:
+    """Our ``TabSwiftConfig`` for a released config dict; refuse what the network can not compute."""
+    where = f"{source}: " if source else ""
+    missing = [k for k in REQUIRED_CONFIG if k not in config]
+    unknown = sorted(set(config) - set(REQUIRED_CONFIG) - set(INERT_CONFIG))
+    if missing or unknown:
+        raise ReleasedCheckpointError(f"{where}released config {'lacks ' + str(missing) if missing else ''}"
+                                      f"{'; ' if missing and unknown else ''}"
+                                      f"{'has keys this converter does not know ' + str(unknown) if unknown else ''}")
+    checks = {"activation": "gelu", "norm_first": True, "use_elementwise_gate": True, "use_headwise_gate": False}
+    wrong = {k: config.get(k) for k, v in checks.items() if config.get(k, v) != v}
+    if config.get("proj_dim", config["max_dim"]) != config["max_dim"]:
+        wrong["proj_dim"] = config["proj_dim"]
+    if wrong:
+        raise ReleasedCheckpointError(f"{where}released config {wrong} differs from the computation this converter "
+                                      f"reproduces ({checks}, proj_dim == max_dim)")
+    d = int(config["embed_dim"]) * int(config.get("row_num_cls", 1))
+    hidden_key = "icl_predictor.decoder.0.weight"
+    if hidden_key not in state:
+        raise ReleasedCheckpointError(f"{where}missing tensor {hidden_key!r} (needed to size the heads)")
+    hidden = state[hidden_key].shape[0]
+    if hidden % d:
+        raise ReleasedCheckpointError(f"{where}{hidden_key} has shape {tuple(state[hidden_key].shape)}: its "
+                                      f"width {hidden} is not a multiple of d_model={d}")
+    try:
+        return TabSwiftConfig(n_layers=int(config["icl_num_blocks"]), d_model=d, n_heads=int(config["icl_nhead"]),
+                              ff_factor=int(config["ff_factor"]), n_registers=int(config["register_tokens"]),
+                              max_features=int(config["max_dim"]), max_classes=int(config["max_classes"]),
+                              head_hidden_factor=hidden // d, early_exit=False, label_encoding="scalar")
+    except ValueError as err:
+        raise ReleasedCheckpointError(f"{where}released config can not be built: {err}") from None
+
+
+# ---- mapping ------------------------------------------------------------------------------------
+def our_key(released_key: str) -> Optional[str]:
+    for pattern, template in KEY_RULES:
+        m = pattern.match(released_key)
+        if m:
+            return m.expand(template)
+    return None
+
+
+def released_name(key: str) -> str:
+    """The released tensor that ``key`` of our network is read from (gate: either accepted spelling)."""
+    for pattern, template in _RELEASED_NAMES:
+        m = pattern.match(key)
+        if m:
+            return m.expand(template)
+    return key
+
+
+def map_state_dict(state: Dict[str, torch.Tensor], network: TabSwiftNetwork, source: str = "") -> Dict[str, torch.Tensor]:
+    """Rename every released tensor to our key; refuse leftovers, missing tensors and wrong shapes by name."""
+    where = f"{source}: " if source else ""
+    expected = network.state_dict()
+    mapped: Dict[str, torch.Tensor] = {}
+    origin: Dict[str, str] = {}
+    leftovers, duplicates = [], []
+    for key, value in state.items():
+        target = our_key(key)
+        if target is None or target not in expected:
+            leftovers.append(key)
+        elif target in mapped:
+            duplicates.append(f"{origin[target]} and {key} -> {target}")
+        else:
+            mapped[target], origin[target] = value, key
+    if network.config.n_registers == 0 and "registers" not in mapped:
+        mapped["registers"] = expected["registers"].new_zeros(expected["registers"].shape)
+        origin["registers"] = "(no registers)"
+    missing = sorted(released_name(k) for k in set(expected) - set(mapped))
+    if leftovers or duplicates or missing:
+        parts = [f"{len(leftovers)} released tensors with no place in the network: {sorted(leftovers)[:8]}" if leftovers else "",
+                 f"tensors mapped twice: {duplicates[:4]}" if duplicates else "",
+                 f"{len(missing)} tensors the network needs are missing from the file: {missing[:8]}" if missing else ""]
+        raise ReleasedCheckpointError(where + "; ".join(p for p in parts if p))
+    for target, value in mapped.items():
+        if tuple(value.shape) != tuple(expected[target].shape):
+            raise ReleasedCheckpointError(f"{where}tensor {origin[target]!r} has shape {tuple(value.shape)}, but the "
+                                          f"config {network.config.n_layers}x{network.config.d_model} needs "
+                                          f"{tuple(expected[target].shape)} (for {target})")
+    return {k: v.detach().to(torch.float32).contiguous() for k, v in mapped.items()}
+
+
+def released_to_network(path: PathLike) -> Tuple[TabSwiftNetwork, Dict[str, Any]]:
+    """Read, check and map a released checkpoint; returns the network (eval mode) and its released config."""
+    config, state = read_released(path)
+    cfg = network_config(config, state, str(path))
+    network = TabSwiftNetwork(cfg)
+    network.load_state_dict(map_state_dict(state, network, str(path)), strict=True)
+    return network.eval(), config
+
+
+# ---- conversion ---------------------------------------------------------------------------------
+def convert(src: PathLike, out: PathLike) -> Path:
+    """Convert ``src`` (released ``.ckpt``) into our checkpoint; ``out`` is a directory -- an existing one, or
+    a path ending in ``/`` -- (the checkpoint is ``out/<stem of src>``), or a checkpoint path ``x`` / ``x.safetensors`` / ``x.json``.  Returns the path
+    to pass as ``checkpoint_path``.  The result is re-read and checked (sha256, shapes) before returning."""
+    as_dir = Path(out).is_dir() or str(out).endswith(("/", os.sep))
+    src, out = Path(src), Path(out)
+    network, released_config = released_to_network(src)
+    if as_dir:
+        target = out / src.stem
+    else:
+        target = checkpoint_paths(out)[0].with_suffix("")
+    n_params = sum(p.numel() for p in network.parameters())
+    save_checkpoint(network, target, metadata={"source": {
+        "format": RELEASED_FORMAT, "file": src.name, "sha256": sha256_file(src), "released_config": released_config,
+        "parameters": n_params, "converted_by": "autogluon_maya.tabswift.released"}})
+    load_checkpoint(target)  # verifies the checksum and every shape once more
+    logger.info(f"converted {src} ({n_params:,} parameters) to {target}.safetensors/.json")
+    return target
+
+
+def cache_dir() -> Path:
+    env = os.environ.get(CACHE_ENV)
+    return Path(env) if env else Path.home() / ".cache" / "autogluon_maya"
+
+
+def convert_cached(src: PathLike) -> Path:
+    """Convert once: the converted copy lives in the cache under the source's sha256 and is reused."""
+    src = Path(src)
+    digest = sha256_file(src)
+    target = cache_dir() / "tabswift" / f"released-{digest[:16]}" / src.stem
+    try:
+        if read_checkpoint_info(target).get("metadata", {}).get("source", {}).get("sha256") == digest:
+            return target
+    except (FileNotFoundError, ValueError):
+        pass
+    return convert(src, target)
+
+
+def is_our_checkpoint(path: Path) -> bool:
+    return checkpoint_paths(path)[1].is_file()
+
+
+def resolve_checkpoint(path: PathLike) -> Path:
+    """What ``checkpoint_path`` (or ``$AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT``) may name:
+
+    - ``"hub"``: download ``swift.ckpt`` from the model hub (optional; ``hub.py``) and convert it;
+    - one of our checkpoints (``x``, ``x.safetensors`` or ``x.json``);
+    - a directory holding exactly one of our checkpoints (e.g. the output of ``autogluon-maya-convert``);
+    - any other file: a released-format checkpoint, converted once into the cache.
+    """
+    if str(path) == "hub":
+        from .hub import fetch_released
+
+        return fetch_released()
+    p = Path(path).expanduser()
+    if is_our_checkpoint(p):
+        return p
+    if p.is_dir():
+        found = sorted(j.with_suffix("") for j in p.glob("*.json") if j.with_suffix(".safetensors").is_file())
+        if len(found) != 1:
+            raise FileNotFoundError(f"checkpoint directory {p} must hold exactly one <name>.safetensors + <name>.json "
+                                    f"pair, found {[f.name for f in found]}")
+        return found[0]
+    if p.is_file() and p.suffix not in (".safetensors", ".json"):
+        return convert_cached(p)
+    return p  # load_checkpoint reports what is missing
+
+
+# ---- console command ----------------------------------------------------------------------------
+def main(argv: Optional[List[str]] = None) -> int:
+    """``autogluon-maya-convert swift.ckpt out/``"""
+    parser = argparse.ArgumentParser(prog="autogluon-maya-convert", description=(
+        "Convert the released TabSwift checkpoint (swift.ckpt) into autogluon_maya's safetensors + JSON format. "
+        "The file is read with torch.load(weights_only=True); pass the printed path as checkpoint_path."))
+    parser.add_argument("source", help="released checkpoint, e.g. swift.ckpt")
+    parser.add_argument("out", help="output directory (or checkpoint path without suffix)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        target = convert(args.source, args.out)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"error: {err}")
+        return 1
+    print(target)
+    return 0
+
+
+__all__ = ["KEY_RULES", "ReleasedCheckpointError", "convert", "convert_cached", "map_state_dict", "network_config",
+           "read_released", "released_to_network", "resolve_checkpoint", "main"]

@@ -1,0 +1,98 @@
+"""What the README promises about saved predictors, checked in a fresh Python process:
+
+- "A saved predictor loads in a fresh process without [``import autogluon_maya``]": the child process
+  imports only AutoGluon, loads the predictor and predicts; the probabilities must equal those of the
+  fitting process for both models.
+- "a model trained on a GPU loads and predicts on a CPU-only machine": this machine has no GPU, so we
+  test what a CPU machine can: the saved models record ``cuda`` as their training device (as a GPU fit
+  does), and the child, with ``CUDA_VISIBLE_DEVICES=""``, must load them onto the CPU and predict the same.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from autogluon.tabular import TabularPredictor
+
+MODELS = ("Maya", "TabSwift")
+HP = {"MAYA": {"max_epochs": 3, "hidden_size": 16, "num_heads": 2, "num_layers": 1},
+      "TABSWIFT": {"n_estimators": 2, "max_context_rows": 256}}
+
+CHILD = textwrap.dedent("""
+    import json, pickle, sys
+    from autogluon.tabular import TabularPredictor   # deliberately no `import autogluon_maya`
+
+    path, test_file, out_file = sys.argv[1:4]
+    test = pickle.load(open(test_file, "rb"))
+    pred = TabularPredictor.load(path, verbosity=0, require_py_version_match=False)
+    result = {}
+    for name in pred.model_names():
+        model = pred._trainer.load_model(name)
+        result[name] = {"proba": pred.predict_proba(test, model=name, as_multiclass=False).to_numpy().tolist(),
+                        "device": model.get_device()}
+    json.dump(result, open(out_file, "w"))
+""")
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory):
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer(as_frame=True).frame.sample(n=260, random_state=0).reset_index(drop=True)
+    root = tmp_path_factory.mktemp("reload")
+    train, val = data.iloc[:200], data.iloc[200:]
+    pred = TabularPredictor(label="target", path=str(root / "ag"), verbosity=0).fit(
+        train, tuning_data=val, hyperparameters=HP, fit_weighted_ensemble=False, raise_on_model_failure=True,
+        num_cpus=1)
+    assert set(pred.model_names()) == set(MODELS)
+    # The fitting process's own predictions: AutoGluon scores the validation rows with the in-memory
+    # model right after fit and caches them. (predict_proba in this process would reload from disk and
+    # could hide what saving loses.)
+    expected = {m: np.asarray(pred._trainer._load_model_y_pred_proba_val(m)) for m in MODELS}
+    (root / "test.pkl").write_bytes(pickle.dumps(val.drop(columns="target")))
+    return root, expected
+
+
+def _predict_in_child(root, predictor_dir, env_extra=None) -> dict:
+    import json
+
+    script = root / "child.py"
+    script.write_text(CHILD)
+    out = root / f"out_{predictor_dir.name}.json"
+    env = {**os.environ, **(env_extra or {})}
+    proc = subprocess.run([sys.executable, str(script), str(predictor_dir), str(root / "test.pkl"), str(out)],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=str(root))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(out.read_text())
+
+
+def test_fresh_process_predicts_the_same_without_importing_the_package(fitted):
+    root, expected = fitted
+    result = _predict_in_child(root, root / "ag")
+    for m in MODELS:
+        np.testing.assert_allclose(np.asarray(result[m]["proba"]), expected[m], atol=1e-6, err_msg=m)
+
+
+def test_model_recorded_as_trained_on_cuda_loads_on_cpu_and_predicts_the_same(fitted):
+    root, expected = fitted
+    gpu_dir = root / "ag_gpu"
+    shutil.copytree(root / "ag", gpu_dir)
+    for m in MODELS:
+        # What a GPU fit leaves in the pickle: tensors moved to the CPU for saving (MAYA's
+        # set_device_on_save_to; TabSwift keeps its weights outside the pickle) and "cuda" as the
+        # training device. Edited on disk, because saving through the model would move it to "cuda".
+        pkl = gpu_dir / "models" / m / "model.pkl"
+        model = pickle.loads(pkl.read_bytes())
+        model.device_train = model.device = "cuda"
+        pkl.write_bytes(pickle.dumps(model))
+    result = _predict_in_child(root, gpu_dir, {"CUDA_VISIBLE_DEVICES": ""})
+    for m in MODELS:
+        assert result[m]["device"] == "cpu", m
+        np.testing.assert_allclose(np.asarray(result[m]["proba"]), expected[m], atol=1e-6, err_msg=m)

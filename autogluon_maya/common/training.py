@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -101,3 +101,51 @@ class BestCheckpoint:
 
 def to_tensors(arrays: List[np.ndarray], device: torch.device) -> List[torch.Tensor]:
     return [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays]
+
+
+class AdaptiveThreads:
+    """Chooses, by timing real training steps, between the CPU threads a fit was given and one thread.
+
+    Why: torch's OpenMP threads spin-wait at every parallel region.  When another process takes one of
+    the two cores, each of MAYA's many small kernels waits for the descheduled thread, and a 2-thread
+    step became 6-10x slower than a 1-thread step (measured with other jobs running,
+    ``examples/results/maya_throughput/load.md``).  Alone on the machine, 2 threads are ~1.5x faster.
+    So the trainer times ``probe_steps`` steps with each count every ``period_s`` seconds and keeps the
+    faster one.  Probing costs nothing extra: the timed steps are ordinary training steps.
+    """
+
+    def __init__(self, max_threads: int, probe_steps: int = 3, period_s: float = 30.0):
+        self.candidates = [int(max_threads), 1] if max_threads and int(max_threads) > 1 else []
+        self.probe_steps, self.period_s = probe_steps, period_s
+        self.chosen = int(max_threads or 1)
+        self._plan: List[int] = []
+        self._times: Dict[int, List[float]] = {}
+        self._next_probe = 0.0
+        self._t0 = 0.0
+        self._current: Optional[int] = None
+        self.history: List[Tuple[float, int]] = []  # (time, threads chosen)
+
+    def before_step(self) -> None:
+        if not self.candidates:
+            return
+        now = time.time()
+        if not self._plan and now >= self._next_probe:
+            self._plan = [c for c in self.candidates for _ in range(self.probe_steps + 1)]
+            self._times = {c: [] for c in self.candidates}
+        self._current = self._plan[0] if self._plan else self.chosen
+        if torch.get_num_threads() != self._current:
+            torch.set_num_threads(self._current)
+        self._t0 = time.perf_counter()
+
+    def after_step(self) -> None:
+        if not self.candidates or not self._plan:
+            return
+        c = self._plan.pop(0)
+        runs_left = sum(1 for x in self._plan if x == c)
+        if runs_left < self.probe_steps:  # the first step after a thread-count change warms up: not timed
+            self._times[c].append(time.perf_counter() - self._t0)
+        if not self._plan:
+            medians = {k: float(np.median(v)) for k, v in self._times.items() if v}
+            self.chosen = min(medians, key=medians.get)
+            self.history.append((round(time.time(), 1), self.chosen))
+            self._next_probe = time.time() + self.period_s

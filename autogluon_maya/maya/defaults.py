@@ -27,7 +27,8 @@ DEFAULT_PARAMS = {
     # optimisation
     "learning_rate": 1e-3,
     "weight_decay": 1e-5,
-    "batch_size": 256,
+    "batch_size": "auto",  # 256, fewer on small tables (>= 8 steps per epoch); an int is used as given
+    "recipe": "default",  # "paper": constant rate, weight decay on weight matrices only
     "max_epochs": 200,
     "lr_scheduler": "plateau",  # or "none" (constant rate)
     "lr_plateau_patience": 5,

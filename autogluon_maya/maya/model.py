@@ -141,10 +141,14 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_label_t, y_target=y_target_t,
                              sample_weight=w_t, loss_fn=make_loss(kind, self.quantile_levels), params=p,
                              device=device, budget=budget, seed=seed, val_score_fn=val_score_fn,
-                             max_epochs=int(p["max_epochs"]))
+                             max_epochs=int(p["max_epochs"]), num_threads=num_cpus)
+        if summary["stop_reason"].startswith("infeasible"):
+            raise TimeLimitExceeded(f"MAYA skipped (batch_size={summary['batch_size']}, num_layers="
+                                    f"{p['num_layers']}, hidden_size={hidden}): {summary['stop_reason']}")
         if summary["steps"] == 0:
             raise TimeLimitExceeded("MAYA could not run a single training step within the time limit")
-        fitted.set_context(x_num, x_cat, y_label_t)
+        if not summary["context_fresh"]:  # the restored weights have not encoded the context yet
+            fitted.set_context(x_num, x_cat, y_label_t)
         self.model = fitted
         summary["train_seconds"] = time.time() - t0
         summary["rows_per_second"] = summary["epochs"] * len(enc) / max(summary["train_seconds"], 1e-9)
@@ -153,8 +157,9 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         self.params_trained["max_epochs"] = max(1, int(summary["best_epoch"]))
         self.params_trained["early_stopping"] = False
         self.params_trained["hidden_size"] = hidden
-        logger.log(15, f"\tMAYA trained {summary['epochs']} epochs (best {summary['best_epoch']}), "
-                       f"{summary['rows_per_second']:.0f} rows/s")
+        logger.log(15, f"\tMAYA trained {summary['epochs']} epochs (best {summary['best_epoch']}, batch "
+                       f"{summary['batch_size']}, stop: {summary['stop_reason']}), "
+                       f"{summary['rows_per_second']:.0f} rows/s, threads chosen {summary['threads']}")
 
     # ---- predict ------------------------------------------------------------------------
     def _raw_to_proba(self, raw) -> np.ndarray:
@@ -201,7 +206,10 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             return param_value(hp, key)
 
         n, f = len(X), max(1, X.shape[1])
-        d, b, L, br = int(num("hidden_size")), int(num("batch_size")), int(num("num_layers")), int(num("num_branch"))
+        from .trainer import effective_batch_size
+
+        b = effective_batch_size(num("batch_size"), n)
+        d, L, br = int(num("hidden_size")), int(num("num_layers")), int(num("num_branch"))
         data = 4 * n * f * 6  # encoded copies, tensors, context encodings
         activ = 4 * b * (f + 1) * d * L * br * 12 * 3  # fwd + bwd, branch-stacked
         context_chunks = 4 * 1024 * (f + 1) * d * br * 12  # eval-mode encoding of 1024 context rows

@@ -19,6 +19,35 @@ import torch.nn.functional as F
 from torch import nn
 
 
+def byte_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """Dropout whose mask comes from random bytes (8 per 64-bit draw), keep probability quantized to 1/256.
+
+    Why not ``F.dropout``: on CPU its per-element Bernoulli sampling was ~40 % of MAYA's step time at the
+    default size; this mask costs ~1/3 of it (measured: 3.6 -> 1.3 ms on a 590k-element tensor, 2 threads,
+    ``examples/results/maya_throughput``).  On GPU, sampling is cheap, so torch's own kernel is used.
+    """
+    if not training or p <= 0:
+        return x
+    if x.is_cuda or p >= 1:
+        return F.dropout(x, p, True)
+    n = x.numel()
+    cut = max(1, min(255, int(round(p * 256))))
+    draws = torch.randint(-(2**63), 2**63 - 1, ((n + 7) // 8,), dtype=torch.int64, device=x.device)
+    keep = draws.view(torch.uint8)[:n].view(x.shape) >= cut
+    return x * keep * (256.0 / (256 - cut))
+
+
+class Dropout(nn.Module):
+    """``nn.Dropout`` with ``byte_dropout``'s cheaper mask."""
+
+    def __init__(self, p: float = 0.0):
+        super().__init__()
+        self.p = float(p)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return byte_dropout(x, self.p, self.training)
+
+
 class ReGLU(nn.Module):
     """Feed-forward with a ReLU-gated linear unit: W_o (relu(x W_a) * (x W_b))."""
 
@@ -26,7 +55,7 @@ class ReGLU(nn.Module):
         super().__init__()
         self.proj_in = nn.Linear(d, 2 * hidden, bias=bias)
         self.proj_out = nn.Linear(hidden, d, bias=bias)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         a, b = self.proj_in(x).chunk(2, dim=-1)
@@ -37,10 +66,10 @@ def make_ffn(act_type: str, d: int, hidden: int, dropout: float, bias: bool) -> 
     """The decoder FFN's activation is a hyperparameter; the encoder always uses ReGLU."""
     if act_type == "reglu":
         return ReGLU(d, hidden, dropout, bias)
-    acts = {"relu": nn.ReLU, "gelu": nn.GELU, "silu": nn.SiLU}
+    acts = {"relu": nn.ReLU, "prelu": nn.PReLU, "gelu": nn.GELU, "silu": nn.SiLU}
     if act_type not in acts:
         raise ValueError(f"Unknown decoder_act_type={act_type!r}; choose from {sorted(acts) + ['reglu']}")
-    return nn.Sequential(nn.Linear(d, hidden, bias=bias), acts[act_type](), nn.Dropout(dropout),
+    return nn.Sequential(nn.Linear(d, hidden, bias=bias), acts[act_type](), Dropout(dropout),
                          nn.Linear(hidden, d, bias=bias))
 
 
@@ -126,28 +155,49 @@ class MBABlock(nn.Module):
         self.use_branch_weights = use_branch_weights
         self.register_buffer("branch_weights", torch.full((num_branch,), 1.0 / num_branch))
 
-    def branch_outputs(self, z: torch.Tensor) -> torch.Tensor:
-        """(B, T, d) -> (n_branch, B, T, d): every Branch_j(z)."""
+    def branch_outputs(self, z: torch.Tensor, cls_only: bool = False) -> torch.Tensor:
+        """(B, T, d) -> (n_branch, B, T', d): every Branch_j(z), T' = T, or 1 with ``cls_only``.
+
+        ``cls_only`` computes the rows of the [CLS] token alone (its query against every key), which
+        is all the last block has to deliver: the encoder reads only [CLS] states, and every step after
+        attention is row-wise, so the result equals the [CLS] row of the full computation.
+
+        Dropout acts on the attention output (before the output projection), not on the attention
+        probabilities: torch's fused CPU attention kernel takes no dropout, and with it the unfused
+        path cost 2.5-4x the fused one per call (measured, ``examples/results/maya_throughput``).
+        """
         B, T, d = z.shape
-        qkv = self.qkv(z).view(B, T, 3, self.n * self.h, d // self.h).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(qkv[0], qkv[1], qkv[2],
-                                           dropout_p=self.attn_dropout if self.training else 0.0)
-        a = a.view(B, self.n, self.h, T, d // self.h).permute(1, 0, 3, 2, 4).reshape(self.n, B * T, d)
+        hd = d // self.h
+        # unbind, not qkv[0..2]: indexing's backward zero-fills a full-size gradient per index
+        q, k, v = self.qkv(z).view(B, T, 3, self.n * self.h, hd).permute(2, 0, 3, 1, 4).unbind(0)
+        if cls_only:
+            q = q[:, :, :1]
+        a = F.scaled_dot_product_attention(q, k, v)
+        Tq = q.shape[2]
+        a = a.view(B, self.n, self.h, Tq, hd).permute(1, 0, 3, 2, 4).reshape(self.n, B * Tq, d)
+        if self.training and self.attn_dropout > 0:
+            a = byte_dropout(a, self.attn_dropout, True)
         a = torch.bmm(a, self.out_weight)  # per-branch output projection
         if self.out_bias is not None:
             a = a + self.out_bias.unsqueeze(1)
-        a = a.view(self.n, B, T, d) + z.unsqueeze(0)
+        zq = z[:, :1] if cls_only else z
+        a = a.view(self.n, B, Tq, d) + zq.unsqueeze(0)
         f = self.ffn(a)
-        return torch.stack([norm(f[j]) for j, norm in enumerate(self.branch_norms)])
+        # the per-branch LayerNorms LN_j as one normalization plus each branch's affine, broadcast
+        weight = torch.stack([norm.weight for norm in self.branch_norms]).view(self.n, 1, 1, d)
+        bias = torch.stack([norm.bias for norm in self.branch_norms]).view(self.n, 1, 1, d)
+        eps = self.branch_norms[0].eps
+        return torch.addcmul(bias, F.layer_norm(f, (d,), eps=eps), weight)
 
     def combine(self, z: torch.Tensor, branches: torch.Tensor) -> torch.Tensor:
         w = self.branch_weights if self.use_branch_weights else torch.full_like(self.branch_weights, 1 / self.n)
         return self.out_norm(torch.einsum("n,nbtd->btd", w.to(branches.dtype), branches) + z)
 
-    def forward(self, z: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Returns the block output and the per-branch [CLS] states (n_branch, B, d)."""
-        branches = self.branch_outputs(z)
-        return self.combine(z, branches), branches[:, :, 0]
+    def forward(self, z: torch.Tensor, cls_only: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Returns the block output (only its [CLS] row with ``cls_only``) and the per-branch [CLS]
+        states (n_branch, B, d)."""
+        branches = self.branch_outputs(z, cls_only)
+        return self.combine(z[:, :1] if cls_only else z, branches), branches[:, :, 0]
 
 
 class IAILBlock(nn.Module):
@@ -163,7 +213,7 @@ class IAILBlock(nn.Module):
         self.norm1 = nn.LayerNorm(d)
         self.ffn = make_ffn(act_type, d, max(1, int(round(intermediate_factor * d))), dropout, bias)
         self.norm2 = nn.LayerNorm(d)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def similarity(self, q: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """-||q W_q - k W_k||^2 for every (query, key) pair, from already-projected keys."""
@@ -231,8 +281,10 @@ class MayaNetwork(nn.Module):
         z = self.tokenizer(x_num, x_cat)
         cls_states: List[torch.Tensor] = []
         branch_cls: List[torch.Tensor] = []
-        for block in self.blocks:
-            z, b = block(z)
+        last = len(self.blocks) - 1
+        for i, block in enumerate(self.blocks):
+            # nothing reads the last block's feature tokens: compute its [CLS] row only
+            z, b = block(z, cls_only=i == last)
             cls_states.append(z[:, 0])
             branch_cls.append(b)
         enc = self.encoder_norm(torch.stack(cls_states).mean(0))

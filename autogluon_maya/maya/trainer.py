@@ -8,6 +8,7 @@ pickling move everything together, and a model trained on GPU loads on CPU.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Callable, List, Optional
 
 import numpy as np
@@ -15,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..common.training import BestCheckpoint, TimeBudget, autocast, batch_slices
+from ..common.training import AdaptiveThreads, BestCheckpoint, TimeBudget, autocast, batch_slices
 from .network import MayaNetwork
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
@@ -87,38 +88,115 @@ class FittedMaya(nn.Module):
 
 
 MIN_STEPS_PER_EPOCH = 8
+AUTO_BATCH_SIZE = 256
 
 
-def effective_batch_size(batch_size: int, n: int) -> int:
-    """``batch_size``, lowered on small tables so an epoch has at least 8 optimizer steps (never below 32).
+def effective_batch_size(batch_size, n: int) -> int:
+    """The batch size a fit uses on ``n`` training rows.
 
-    Early stopping and the LR schedule count epochs: with 300 rows and batch 256 an epoch would be a
-    single step, so a patience of 16 epochs would give up after 16 steps (measured: a bagged fit of
-    breast cancer with 227 rows per fold stayed at majority-class accuracy).
+    An explicit (or searched) ``batch_size`` is used as given, capped only by ``n``: the batch is also
+    IAIL's training context, and the paper trains with batches of 1,024-4,096 rows.  ``"auto"`` (the
+    default) takes 256 rows, lowered on small tables so an epoch has at least 8 optimizer steps (never
+    below 32): early stopping counts epochs, and with 300 rows and batch 256 an epoch would be a single
+    step, so a patience of 16 epochs gave up after 16 steps (measured: a bagged fit of breast cancer
+    with 227 rows per fold stayed at majority-class accuracy).
     """
-    return max(2, min(batch_size, max(32, n // MIN_STEPS_PER_EPOCH)))
+    if batch_size in (None, "auto"):
+        return max(2, min(AUTO_BATCH_SIZE, max(32, n // MIN_STEPS_PER_EPOCH), n))
+    return max(2, min(int(batch_size), n))
+
+
+def parameter_groups(net: nn.Module, weight_decay: float, matrices_only: bool) -> List[dict]:
+    """AdamW groups.  ``matrices_only`` (the ``paper`` recipe, as FT-Transformer, which MAYA follows)
+    decays the weight matrices of linear maps only: no decay for LayerNorms, biases, embeddings, the
+    feature tokenizer, [CLS] or PReLU slopes, which weight decay would pull towards zero for no reason."""
+    if not matrices_only:
+        return [{"params": [q for q in net.parameters() if q.requires_grad], "weight_decay": weight_decay}]
+    decay, no_decay = [], []
+    for name, q in net.named_parameters():
+        if not q.requires_grad:
+            continue
+        is_matrix = q.ndim >= 2 and not name.startswith(("tokenizer.", "label_embedding."))
+        (decay if is_matrix else no_decay).append(q)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+class _Clock:
+    """Running estimates of a step's and of a validation pass's duration, so that no costly step starts
+    when it cannot end inside the budget."""
+
+    def __init__(self):
+        self.step = 0.0  # the slowest recent step (a safe margin for the next one)
+        self.validation = None  # seconds of the last context encoding + validation pass
+
+    def record_step(self, seconds: float):
+        self.step = max(seconds, 0.9 * self.step)
+
+    def encode_estimate(self, n: int, batch_size: int) -> float:
+        """Seconds to encode ``n`` context rows: measured after the first validation pass, before that
+        a forward pass is taken as half a training step per batch (forward + backward ~ 3 forwards)."""
+        if self.validation is not None:
+            return self.validation
+        return 0.5 * self.step * max(1.0, n / max(1, batch_size))
+
+
+@torch.no_grad()
+def estimate_step_seconds(net: MayaNetwork, x_num, x_cat, y_label, batch_size: int, probe_rows: int = 8) -> float:
+    """A training step's duration at ``batch_size``, extrapolated from one timed forward pass on
+    ``probe_rows`` rows (x3 for the backward pass).  Per-row cost is higher on a tiny batch, so this
+    errs on the long side; it exists so that a configuration whose single step would outlast the budget
+    (16 layers x batch 4,096 x 8 branches on a CPU) is never started."""
+    rows = min(probe_rows, len(x_num))
+    was_training = net.training
+    net.train()
+    t = time.perf_counter()
+    net.forward_train(x_num[:rows], x_cat[:rows], y_label[:rows])
+    seconds = time.perf_counter() - t
+    net.train(was_training)
+    return 3.0 * seconds * batch_size / max(1, rows)
+
+
+def fit_batch_to_budget(batch_size: int, step_seconds: float, remaining: float, min_steps: int,
+                        floor: int = 64) -> tuple:
+    """(batch size, reason): the requested batch if ``min_steps`` steps of ``step_seconds`` fit in
+    ``remaining`` seconds; else the largest halving (>= ``floor``) that fits, or 0 when none does."""
+    if not np.isfinite(remaining) or step_seconds * min_steps <= remaining:
+        return batch_size, ""
+    b, est = batch_size, step_seconds
+    while b // 2 >= floor and est * min_steps > remaining:
+        b //= 2
+        est = step_seconds * b / batch_size
+    if est * min_steps <= remaining:
+        return b, (f"batch_size {batch_size} -> {b}: a step was estimated at {step_seconds:.1f} s "
+                   f"and {min_steps} steps must fit in the {remaining:.0f} s left")
+    return 0, (f"infeasible: a training step at batch {b} was estimated at {est:.1f} s; "
+               f"{min_steps} steps do not fit in the {remaining:.0f} s left")
 
 
 def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_weight, loss_fn,
                params: dict, device: torch.device, budget: TimeBudget, seed: int,
                val_score_fn: Optional[Callable[[FittedMaya], float]] = None,
-               max_epochs: int, log_every: int = 10) -> dict:
+               max_epochs: int, log_every: int = 10, num_threads: Optional[int] = None) -> dict:
     """AdamW training with early stopping on ``val_score_fn`` (higher is better) and best-epoch restore.
 
-    Tensors are already on ``device``.  Returns a summary: epochs run, best epoch, rows seen, etc.
-    Raises nothing on timeout: it stops and keeps the best (or last) weights, leaving the caller to
-    raise ``TimeLimitExceeded`` only if not a single step could run.
+    Tensors are already on ``device``.  Returns a summary: epochs run, best epoch, rows seen, etc., and
+    ``context_fresh``: whether ``fitted``'s context was encoded with the weights it ends with (then the
+    caller need not encode it again).  The budget is checked before every step, every context encoding
+    and every validation pass, against their measured durations.  Raises nothing on timeout: it stops
+    and keeps the best (or last) weights, leaving the caller to raise ``TimeLimitExceeded`` only if not
+    a single step could run.  ``num_threads`` > 1 on CPU lets ``AdaptiveThreads`` pick 1 or that many.
     """
     net = fitted.net
+    paper = params.get("recipe", "default") == "paper"
+    groups = parameter_groups(net, params["weight_decay"], matrices_only=paper)
     # the fused AdamW kernel is ~4x faster per step than the default loop (measured on 2 CPU cores)
-    opt = torch.optim.AdamW(net.parameters(), lr=params["learning_rate"], weight_decay=params["weight_decay"],
-                            fused=True)
+    opt = torch.optim.AdamW(groups, lr=params["learning_rate"], fused=True)
     # Validation score plateaus while the loss is still noisy at a constant rate: cutting the rate on
     # a plateau (torch's scheduler; scores are higher-is-better) lets training settle into a minimum.
     # Without validation data (refit_full: a fixed epoch count) there is no plateau to detect, so the
-    # rate decays along a cosine over those epochs instead.
+    # rate decays along a cosine over those epochs instead.  The ``paper`` recipe keeps the rate constant.
     scheduler, cosine = None, None
-    if params.get("lr_scheduler", "plateau") == "plateau":
+    if params.get("lr_scheduler", "plateau") == "plateau" and not paper:
         if val_score_fn is not None:
             scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
                 opt, mode="max", factor=params.get("lr_plateau_factor", 0.3),
@@ -130,24 +208,47 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     ckpt = BestCheckpoint(patience=params["patience"] if val_score_fn is not None else None)
     use_bw = params["use_branch_weights"] and params["num_branch"] > 1
     n, steps, epochs_done, epoch_time = len(x_num), 0, 0, 0.0
-    batch_size = effective_batch_size(int(params["batch_size"]), n)
+    batch_size = effective_batch_size(params["batch_size"], n)
+    threads = AdaptiveThreads(num_threads if device.type == "cpu" else 1)
+    min_steps = MIN_STEPS_PER_EPOCH
+    if np.isfinite(budget.remaining()):
+        est = estimate_step_seconds(net, x_num, x_cat, y_label, batch_size)
+        batch_size, why = fit_batch_to_budget(batch_size, est, budget.remaining(), min_steps)
+    else:
+        why = ""
+    if why:
+        logger.log(20, f"\tMAYA: {why}")
+    if batch_size == 0:
+        return {"steps": 0, "epochs": 0, "best_epoch": 0, "best_score": None, "epoch_time": 0.0,
+                "history": [], "final_lr": params["learning_rate"], "batch_size": 0, "stop_reason": why,
+                "context_fresh": False, "step_seconds": None, "validation_seconds": None, "threads": []}
+    clock = _Clock()
     history = []  # (epoch, seconds since fit start, validation score)
     memory_size = int(params.get("train_context_size") or 0)
     memory_enc = None  # encodings from the last set_context, if the weights have not changed since
+    context_epoch = None  # the epoch whose weights encoded fitted's current context
+    stop_reason = "max_epochs"
     for epoch in range(1, max_epochs + 1):
-        if epoch_time and budget.remaining() < epoch_time:
-            logger.log(15, f"\tStopping MAYA at epoch {epoch - 1}: not enough time left for another epoch")
+        # keep time for the context encoding that follows training when the restored weights need it
+        reserve = clock.encode_estimate(n, batch_size)
+        if epoch_time and budget.remaining() < epoch_time + reserve:
+            stop_reason = "time: not enough left for another epoch"
             break
         t0 = budget.elapsed()
         use_memory = memory_size > 0 and n > 2
         if use_memory and memory_enc is None:
+            if clock.validation is not None and budget.remaining() < clock.validation + clock.step:
+                stop_reason = "time: not enough left to encode the training memory"
+                break
             memory_enc = fitted.set_context(x_num, x_cat, y_label)
         net.train()
         interrupted = False
         for idx in batch_slices(n, batch_size, rng):
-            if budget.expired():
-                interrupted = True
+            if budget.remaining() < clock.step + reserve:
+                interrupted, stop_reason = True, "time: not enough left for another step"
                 break
+            t_step = time.perf_counter()
+            threads.before_step()
             idx_t = torch.from_numpy(idx).to(device)
             yl, yt = y_label[idx_t], y_target[idx_t]
             mem = {}
@@ -164,15 +265,34 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
             loss.backward()
             opt.step()
             if use_bw:
-                net.update_branch_weights(branches, lambda p: loss_fn(p, yt).mean(), params["branch_momentum"])
+                net.update_branch_weights(branches, lambda q: loss_fn(q, yt).mean(), params["branch_momentum"])
+            threads.after_step()
             steps += 1
+            clock.record_step(time.perf_counter() - t_step)
+            if steps == 1 and budget.remaining() < min_steps * clock.step:
+                # e.g. 16 layers x batch 4,096 sampled by a CPU HPO trial: a handful of steps would eat
+                # the trial's whole share and yield a useless model, so the caller skips it
+                stop_reason = (f"infeasible: one training step took {clock.step:.1f} s and only "
+                               f"{max(0.0, budget.remaining()):.1f} s are left (fewer than {min_steps} steps)")
+                interrupted = True
+                break
+            reserve = clock.encode_estimate(n, batch_size)
         if steps == 0:
             break
         epochs_done = epoch
         memory_enc = None  # this epoch's steps changed the weights
         if val_score_fn is not None:
+            # the pass encodes every training row and scores the validation rows: skip it (and stop)
+            # when its measured duration (first time: an estimate from the steps) no longer fits
+            t_val = clock.encode_estimate(n + 1024, batch_size)
+            if budget.remaining() < t_val + reserve:
+                stop_reason = "time: not enough left for a validation pass"
+                break
+            tv = time.perf_counter()
             memory_enc = fitted.set_context(x_num, x_cat, y_label)
+            context_epoch = epoch
             score = val_score_fn(fitted)
+            clock.validation = time.perf_counter() - tv
             ckpt.update(score, epoch, net)
             if scheduler is not None:
                 scheduler.step(score if np.isfinite(score) else -float("inf"))
@@ -183,11 +303,22 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
         if cosine is not None:
             cosine.step()
         epoch_time = budget.elapsed() - t0
-        if interrupted or ckpt.should_stop():
+        if interrupted:
             break
-    if ckpt.best_state is not None:
+        if ckpt.should_stop():
+            stop_reason = "early stopping"
+            break
+    if stop_reason.startswith(("time", "infeasible")):
+        logger.log(15, f"\tStopping MAYA after epoch {epochs_done}: {stop_reason}")
+    restored = ckpt.best_state is not None
+    if restored:
         ckpt.restore(net)
-    return {"steps": steps, "epochs": epochs_done,
-            "best_epoch": ckpt.best_epoch if ckpt.best_state is not None else epochs_done,
-            "best_score": ckpt.best_score if ckpt.best_state is not None else None,
-            "epoch_time": epoch_time, "history": history, "final_lr": opt.param_groups[0]["lr"]}
+    final_epoch = ckpt.best_epoch if restored else epochs_done
+    return {"steps": steps, "epochs": epochs_done, "best_epoch": final_epoch,
+            "best_score": ckpt.best_score if restored else None,
+            "epoch_time": epoch_time, "history": history, "final_lr": opt.param_groups[0]["lr"],
+            "batch_size": batch_size, "stop_reason": stop_reason,
+            "context_fresh": context_epoch is not None and context_epoch == final_epoch
+            and (restored or context_epoch == epochs_done),
+            "step_seconds": clock.step, "validation_seconds": clock.validation,
+            "threads": threads.history}

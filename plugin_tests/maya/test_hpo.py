@@ -1,5 +1,7 @@
 """MAYA through AutoGluon's Ray Tune backend with the Table 12 search space."""
 
+import time
+
 import pytest
 from autogluon.common import space
 from autogluon.tabular import TabularPredictor
@@ -29,3 +31,21 @@ def test_two_trial_ray_hpo_returns_distinct_configs():
         trained = {**info[n]["hyperparameters"], **info[n]["hyperparameters_fit"]}
         assert trained["hidden_size"] % trained["num_heads"] == 0
     assert pred.predict(data.drop(columns="target").head(5)).shape == (5,)
+
+
+def test_two_trials_over_the_papers_full_space_end_within_the_time_limit():
+    """The unnarrowed Table 12 space: a trial may sample 16 layers x 8 branches x width 256 x batch 4,096,
+    which a CPU cannot train in its share; it must be shrunk or skipped, never overrun the search."""
+    pytest.importorskip("ray")
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer(as_frame=True).frame.sample(300, random_state=0)
+    limit = 60
+    t0 = time.time()
+    pred = TabularPredictor(label="target", path="ag_full", verbosity=0).fit(
+        data, hyperparameters={"MAYA": autogluon_maya.maya_search_space()}, fit_weighted_ensemble=False,
+        time_limit=limit, hyperparameter_tune_kwargs={"num_trials": 2, "scheduler": "local", "searcher": "random"})
+    elapsed = time.time() - t0
+    assert elapsed <= limit * 1.05 + 2, elapsed
+    names = pred.model_names()
+    assert 1 <= len(names) <= 2 and all(n.startswith("Maya/") for n in names), names

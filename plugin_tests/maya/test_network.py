@@ -255,7 +255,7 @@ def test_train_maya_updates_branch_weights_only_when_enabled(use_branch_weights)
     y = (x_num[:, 0] > 0).long()
     net = MayaNetwork(n_num=3, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
                       hidden_size=8, num_heads=2, num_branch=2, num_layers=2, intermediate_factor=1.0,
-                      use_branch_weights=use_branch_weights)
+                      dropout=0.0, use_branch_weights=use_branch_weights)  # no dropout: the update is deterministic
     fitted = FittedMaya(net)
     summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
                          loss_fn=make_loss("class"), params=_train_params(use_branch_weights),
@@ -494,3 +494,31 @@ def test_learning_rate_decays_on_plateau_or_along_cosine(with_validation):
                           device=torch.device("cpu"), budget=TimeBudget(None), seed=0, max_epochs=8,
                           val_score_fn=(lambda f: 0.5) if with_validation else None)
     assert constant["final_lr"] == 1e-2
+
+
+def test_cls_only_block_equals_the_cls_row_of_the_full_block():
+    """The encoder runs its last block on the [CLS] row alone; that must be the same arithmetic."""
+    torch.manual_seed(0)
+    block = MBABlock(16, num_heads=4, num_branch=3, intermediate_factor=1.3, dropout=0.0).eval()
+    block.branch_weights.copy_(torch.tensor([0.2, 0.5, 0.3]))
+    z = torch.randn(5, 7, 16)
+    full, full_branches = block(z)
+    cls, cls_branches = block(z, cls_only=True)
+    assert cls.shape == (5, 1, 16)
+    torch.testing.assert_close(cls[:, 0], full[:, 0], rtol=0, atol=1e-6)
+    torch.testing.assert_close(cls_branches, full_branches, rtol=0, atol=1e-6)
+    # and the [CLS] row does depend on the other tokens (it attends to them)
+    z2 = z.clone()
+    z2[:, 3] += 1.0
+    assert (block(z2, cls_only=True)[0] - cls).abs().max() > 1e-3
+
+
+def test_decoder_prelu_is_a_learned_slope_ffn():
+    """Table 12 offers decoder_act_type relu|prelu; prelu has a learned negative slope (0.25 at init)."""
+    net = MayaNetwork(n_num=3, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
+                      hidden_size=8, num_heads=2, decoder_act_type="prelu")
+    acts = [m for m in net.decoder[0].ffn.modules() if isinstance(m, torch.nn.PReLU)]
+    assert len(acts) == 1
+    x = torch.tensor([[-2.0] * 8])
+    torch.testing.assert_close(acts[0](x), 0.25 * x)
+    assert any(p is acts[0].weight for p in net.parameters())

@@ -6,12 +6,19 @@ from autogluon.tabular import TabularPredictor
 from autogluon_maya.maya.trainer import effective_batch_size
 
 
-def test_small_tables_get_at_least_eight_steps_per_epoch():
-    assert effective_batch_size(256, 13_000) == 256
-    assert effective_batch_size(256, 300) == 37  # 300 // 8
-    assert effective_batch_size(256, 100) == 32  # never below 32 ...
-    assert effective_batch_size(16, 100) == 16  # ... unless the user asked for less
-    assert effective_batch_size(256, 3) == 32 and effective_batch_size(1, 3) == 2
+def test_auto_batch_gives_small_tables_at_least_eight_steps_per_epoch():
+    assert effective_batch_size("auto", 13_000) == 256
+    assert effective_batch_size("auto", 300) == 37  # 300 // 8
+    assert effective_batch_size("auto", 100) == 32  # never below 32 ...
+    assert effective_batch_size("auto", 20) == 20  # ... nor above the table
+    assert effective_batch_size(None, 3) == 3
+
+
+def test_explicit_batch_size_is_used_as_given_capped_only_by_the_rows():
+    assert effective_batch_size(256, 300) == 256  # not lowered to 300 // 8
+    assert effective_batch_size(4096, 1000) == 1000  # the paper's sizes on a small table: one batch
+    assert effective_batch_size(16, 100) == 16
+    assert effective_batch_size(1, 3) == 2  # a 1-row batch has no context
 
 
 def test_bagged_stacked_with_gbm_and_refit_full():

@@ -1,0 +1,70 @@
+"""MAYA's own time checks: a configuration too slow for its budget is shrunk or skipped before it starts,
+and the training loop leaves time for the context encoding that follows it."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from autogluon.core.utils.exceptions import TimeLimitExceeded
+
+from autogluon_maya import MayaModel
+from autogluon_maya.common.training import TimeBudget
+from autogluon_maya.maya.network import MayaNetwork
+from autogluon_maya.maya.trainer import (FittedMaya, estimate_step_seconds, fit_batch_to_budget, make_loss,
+                                         train_maya)
+
+HEAVY = dict(hidden_size=256, num_heads=8, num_branch=8, num_layers=16, intermediate_factor=2.0)
+
+
+def _data(n=2048, f=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, f, generator=g)
+    return x, torch.zeros(n, 0, dtype=torch.long), (x[:, 0] > 0).long()
+
+
+def test_a_step_too_slow_for_the_budget_is_never_started():
+    torch.set_num_threads(1)
+    x_num, x_cat, y = _data()
+    net = MayaNetwork(n_num=8, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2, **HEAVY)
+    params = {"learning_rate": 1e-3, "weight_decay": 0.0, "patience": 5, "batch_size": 2048,
+              "use_branch_weights": True, "num_branch": 8, "branch_momentum": 0.9}
+    t0 = time.time()
+    summary = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
+                         loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
+                         budget=TimeBudget(4.0), seed=0, max_epochs=5)
+    elapsed = time.time() - t0
+    assert summary["steps"] == 0 and summary["stop_reason"].startswith("infeasible"), summary
+    assert elapsed < 4.0 * 1.05 + 2, elapsed  # one 2,048-row step of this network alone takes far longer
+
+
+def test_the_batch_is_halved_when_smaller_steps_fit():
+    assert fit_batch_to_budget(512, step_seconds=1.0, remaining=float("inf"), min_steps=8) == (512, "")
+    assert fit_batch_to_budget(512, step_seconds=1.0, remaining=8.0, min_steps=8) == (512, "")
+    b, why = fit_batch_to_budget(512, step_seconds=1.0, remaining=3.0, min_steps=8)  # 8 x 0.25 s fit
+    assert b == 128 and "batch_size 512 -> 128" in why, (b, why)
+    b, why = fit_batch_to_budget(512, step_seconds=1.0, remaining=0.5, min_steps=8)  # 64 rows: 8 x 0.125 s
+    assert b == 0 and why.startswith("infeasible"), (b, why)
+
+
+def test_the_step_estimate_scales_with_the_batch():
+    x_num, x_cat, y = _data(n=512, f=4)
+    net = MayaNetwork(n_num=4, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
+                      hidden_size=32, num_heads=4, num_branch=2, num_layers=2)
+    small, big = (estimate_step_seconds(net, x_num, x_cat, y, b) for b in (64, 4096))
+    assert big > 20 * small  # linear in the batch (64x), up to timing noise between the two probes
+
+
+def test_model_fit_of_an_infeasible_config_raises_time_limit_with_the_reason(tmp_path):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(600, 4)), columns=list("abcd"))
+    y = pd.Series((X["a"] > 0).astype(int))
+    model = MayaModel(path=str(tmp_path), name="heavy", problem_type="binary", eval_metric="accuracy",
+                      hyperparameters={**HEAVY, "batch_size": 4096})
+    t0 = time.time()
+    with pytest.raises(TimeLimitExceeded, match="infeasible"):
+        model.fit(X=X, y=y, time_limit=5, num_cpus=1, num_gpus=0)
+    assert time.time() - t0 < 5 * 1.05 + 2

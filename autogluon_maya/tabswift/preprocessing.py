@@ -15,9 +15,11 @@ Steps, in order:
    (``norm="power"``), then a two-stage outlier clip at +-``outlier_threshold`` sigma that compresses
    the excess logarithmically (keeps the order of extreme values but bounds their magnitude -- the
    network was pretrained on tables clipped the same way).
-4. More than F_max columns -> PCA to min(F_max, n_context - 1) components, each z-scored on the
-   context.  The output width depends only on the column count and the context size, never on the
-   normalization variant, so ensemble members of both variants share one set of feature permutations.
+4. More than ``max_features`` columns -> PCA to min(max_features, n_context - 1) components, each
+   z-scored on the context.  The output width depends only on the column count and the context size,
+   never on the normalization variant, so ensemble members of both variants share one set of feature
+   permutations.  ``max_features=None`` keeps every column: the ensemble then hands each member its
+   own subset of at most F_max columns (``ensemble.py``, ``wide_features="subsets"``).
 The network itself pads to F_max and rescales by F_max / F, so the output may be narrower than F_max.
 """
 
@@ -48,14 +50,15 @@ def _mean_std(z: np.ndarray):
 
 
 class RowPreprocessor:
-    """Fit on the context with ``fit``; ``transform`` returns float32 (n, F) with 1 <= F <= F_max."""
+    """Fit on the context with ``fit``; ``transform`` returns float32 (n, F) with 1 <= F <= max_features
+    (any F when ``max_features`` is None)."""
 
-    def __init__(self, norm: str = "none", max_features: int = 100, outlier_threshold: float = 4.0,
+    def __init__(self, norm: str = "none", max_features: Optional[int] = 100, outlier_threshold: float = 4.0,
                  random_state: int = 0):
         if norm not in NORM_METHODS:
             raise ValueError(f"norm must be one of {NORM_METHODS}, got {norm!r}")
         self.norm = norm
-        self.max_features = int(max_features)
+        self.max_features = None if max_features is None else int(max_features)
         self.outlier_threshold = float(outlier_threshold)
         self.random_state = random_state
         self.encoder: Optional[TabularEncoder] = None
@@ -102,7 +105,7 @@ class RowPreprocessor:
         z = self._clip(z)
 
         self.pca_ = None
-        if z.shape[1] > self.max_features:
+        if self.max_features is not None and z.shape[1] > self.max_features:
             n_comp = max(1, min(self.max_features, len(z) - 1))
             self.pca_ = PCA(n_components=n_comp, random_state=self.random_state).fit(z)
             std = self.pca_.transform(z).std(0)
@@ -138,4 +141,31 @@ class RowPreprocessor:
         return np.nan_to_num(z).astype(np.float32)
 
 
-__all__ = ["NORM_METHODS", "RowPreprocessor"]
+def screen_columns(x: np.ndarray, y: np.ndarray, classification: bool, alpha: float = 0.05) -> np.ndarray:
+    """Columns of a context ``x`` whose univariate link to ``y`` is significant, strongest first.
+
+    For tables wider than F_max (the network sees at most F_max columns per member): a rank-based
+    ANOVA F (classification) or rank correlation F (regression) per column, Benjamini-Hochberg at
+    ``alpha`` over all columns.  Ranks make it invariant to the normalization variant and robust to
+    skewed counts.  Returns all columns (strongest first) when fewer than 2 pass -- a tiny context
+    has no power, and then the members' random subsets are the better bet than a guess.
+    Only the context is used, never the queries."""
+    from scipy.stats import rankdata
+    from sklearn.feature_selection import f_classif, f_regression
+
+    ranks = rankdata(x, axis=0)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        if classification:
+            score, pval = f_classif(ranks, y)
+        else:
+            score, pval = f_regression(ranks, rankdata(y))
+    score, pval = np.nan_to_num(score, nan=0.0), np.nan_to_num(pval, nan=1.0)
+    order = np.argsort(-score, kind="stable")
+    m = len(pval)
+    passed = np.sort(pval) <= alpha * np.arange(1, m + 1) / m
+    n_sig = int(np.flatnonzero(passed).max()) + 1 if passed.any() else 0
+    return order[:n_sig] if n_sig >= 2 else order
+
+
+__all__ = ["NORM_METHODS", "RowPreprocessor", "screen_columns"]

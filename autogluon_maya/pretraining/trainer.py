@@ -20,6 +20,7 @@ import math
 import os
 import platform
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Dict, Optional
 
@@ -27,8 +28,9 @@ import torch
 from tqdm.auto import tqdm
 
 from autogluon_maya.common.training import autocast
+from autogluon_maya.tabswift.config import TabSwiftConfig
 from autogluon_maya.tabswift.network import TabSwiftNetwork
-from autogluon_maya.tabswift.weights import load_checkpoint, save_checkpoint
+from autogluon_maya.tabswift.weights import load_checkpoint, read_checkpoint_info, save_checkpoint
 
 from .config import PretrainConfig
 from .data import PriorBatches, TaskShape, make_loader
@@ -39,12 +41,34 @@ STATE_FILE = "state.pt"
 
 
 # ---- model, parameters, schedule ---------------------------------------------------------------
+def run_network_config(cfg: PretrainConfig, init_config: Optional[TabSwiftConfig] = None) -> TabSwiftConfig:
+    """The network this run trains.  With ``init_from``, the preset must match the checkpoint's size; how
+    class ids are embedded (``label_encoding``: a converted release uses ``"scalar"``) is the checkpoint's,
+    and stage 3 adds exit heads to a checkpoint that has none (the released ``swift.ckpt`` has none)."""
+    preset = cfg.network_config()
+    if not cfg.init_from:
+        return preset
+    if init_config is None:
+        init_config = TabSwiftConfig.from_dict(read_checkpoint_info(cfg.init_from)["config"])
+    own = dict(label_encoding=init_config.label_encoding, early_exit=init_config.early_exit)
+    if init_config != replace(preset, **own):
+        raise ValueError(f"init_from {cfg.init_from} has config {init_config}, but model={cfg.model!r} is {preset}"
+                         + ("; a converted released checkpoint needs --model released" if own["label_encoding"] ==
+                            "scalar" else ""))
+    return replace(init_config, early_exit=True) if cfg.stage == 3 else init_config
+
+
 def build_network(cfg: PretrainConfig) -> TabSwiftNetwork:
     if cfg.init_from:
         net = load_checkpoint(cfg.init_from)
-        if net.config != cfg.network_config():
-            raise ValueError(f"init_from {cfg.init_from} has config {net.config}, but model={cfg.model!r} "
-                             f"is {cfg.network_config()}")
+        config = run_network_config(cfg, net.config)
+        if config != net.config:  # stage 3 on a backbone without exit heads: new heads, seeded
+            torch.manual_seed(cfg.seed)
+            with_heads = TabSwiftNetwork(config)
+            result = with_heads.load_state_dict(net.state_dict(), strict=False)
+            assert not result.unexpected_keys and all(k.startswith(("layer_heads.", "exit_heads."))
+                                                      for k in result.missing_keys), result
+            net = with_heads
         return net.train()
     torch.manual_seed(cfg.seed)
     return TabSwiftNetwork(cfg.network_config()).train()
@@ -351,7 +375,7 @@ def export_from_state(out_dir, path) -> Dict:
     out = Path(out_dir)
     cfg = PretrainConfig.from_dict(json.loads((out / "config.json").read_text()))
     state = load_state(out / STATE_FILE, cfg)
-    net = TabSwiftNetwork(cfg.network_config())
+    net = TabSwiftNetwork(run_network_config(cfg))
     net.load_state_dict(state["model"])
     counters = state["counters"]
     summary = training_record(cfg, net, counters, 1, torch.device("cpu"))

@@ -27,6 +27,7 @@ DEFAULT_PARAMS = {
     "fine_tune_rows": 512,            # rows per episode (support + queries)
     "fine_tune_eval_every": 10,
     "fine_tune_patience": 3,          # evaluations without improvement before stopping
+    "fine_tune_exit_steps": 40,       # after fine-tuning with tau set: retrain the exit heads (0 = early exit off)
     "fine_tune_eval_members": 2,      # ensemble members used for the validation checks while fine-tuning
     "fine_tune_schedule_steps": None, # cosine horizon (None = fine_tune_steps); set by fit for refit_full
 }

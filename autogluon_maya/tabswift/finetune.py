@@ -7,6 +7,9 @@ MSE + MAE on targets standardized with the support's statistics).  Every ``eval_
 ``score_fn`` scores the validation rows (the model passes the first ``fine_tune_eval_members``
 members, for speed); the best weights (the pretrained ones count as step 0) are kept, so fine-tuning
 never ends worse than zero-shot on that validation check.
+
+Fine-tuning only trains the backbone and the final heads; ``retrain_exit_heads`` then refits the
+early-exit heads to the new backbone (backbone frozen), so τ keeps meaning what it meant.
 """
 
 from __future__ import annotations
@@ -111,4 +114,74 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
             "fine_tune_seconds": time.time() - t0}
 
 
-__all__ = ["episode_loss", "fine_tune"]
+EXIT_LR = 1e-3            # per-layer and exit heads only (pretraining stage 3 uses the same peak rate)
+EXIT_TOLERANCE = 0.1      # regression "agreement", in standard deviations of the support targets
+
+
+def exit_episode_loss(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int, device) -> Dict[str, torch.Tensor]:
+    """Stage-3 loss on one episode of the user's rows: each exit layer's prediction head gets the task
+    loss, each exit head a BCE on "this layer already agrees with the final layer" (pretraining/losses.py)."""
+    xs, ys, xq, yq = _episode(ens, rng, rows)
+    net = ens.network
+    t = lambda a, dt=torch.float32: torch.as_tensor(a, dtype=dt, device=device)  # noqa: E731
+    if ens.task == CLASSIFICATION:
+        C = ens.n_classes_
+        out = net(t(xs), t(ys, torch.long), t(xq), CLASSIFICATION, return_layers=True)
+        target = t(yq, torch.long)
+        final = out.prediction[:, :C].detach().float().argmax(-1)
+        head = [F.cross_entropy(p[:, :C].float(), target) for p in out.layer_predictions]
+        agree = [(p[:, :C].detach().argmax(-1) == final).float() for p in out.layer_predictions]
+    else:
+        mean, std = ys.mean(), ys.std() if ys.std() > 1e-12 else 1.0
+        out = net(t(xs), t((ys - mean) / std), t(xq), ens.task, return_layers=True)
+        target = t((yq - mean) / std)
+        final = out.prediction.detach().float()
+        head = [F.mse_loss(p.float(), target) + F.l1_loss(p.float(), target) for p in out.layer_predictions]
+        agree = [((p.detach().float() - final).abs() <= EXIT_TOLERANCE).float() for p in out.layer_predictions]
+    bce = [F.binary_cross_entropy_with_logits(s.float(), a) for s, a in zip(out.exit_logits, agree)]
+    return {"loss": torch.stack(head).mean() + torch.stack(bce).mean(),
+            "agreement": torch.stack([a.mean() for a in agree]).mean()}
+
+
+def retrain_exit_heads(ens: TabSwiftEnsemble, steps: int, episodes_per_step: int, rows: int, seed: int,
+                       deadline: Optional[float] = None, lr: float = EXIT_LR) -> Dict:
+    """After fine-tuning: retrain the per-layer prediction heads and the exit heads on episodes from the
+    training rows, backbone frozen (pretraining stage 3 in miniature).
+
+    Why: fine-tuning moves the backbone, so heads calibrated on the pretrained hidden states would read
+    states they were never trained on -- an exit decision could then stop a query at a layer whose head
+    predicts badly.  The backbone's weights are exactly unchanged by this function."""
+    net = ens.network
+    device = net.registers.device
+    heads = [p for m in (net.layer_heads, net.exit_heads) for p in m.parameters()]
+    if not heads or steps < 1:
+        return {"exit_retrain_steps": 0}
+    trainable = {name: p.requires_grad for name, p in net.named_parameters()}
+    for p in net.parameters():
+        p.requires_grad_(False)
+    for p in heads:
+        p.requires_grad_(True)
+    opt = torch.optim.AdamW(heads, lr=lr, weight_decay=0.0)
+    rng = np.random.default_rng(seed + 7919)  # other episodes than fine-tuning drew
+    t0, done, agreement = time.time(), 0, float("nan")
+    try:
+        net.train()
+        for step in range(1, steps + 1):
+            if deadline is not None and time.time() > deadline:
+                break
+            opt.zero_grad(set_to_none=True)
+            parts = [exit_episode_loss(ens, rng, rows, device) for _ in range(episodes_per_step)]
+            (sum(p["loss"] for p in parts) / len(parts)).backward()
+            torch.nn.utils.clip_grad_norm_(heads, 1.0)
+            opt.step()
+            done, agreement = step, float(sum(p["agreement"] for p in parts) / len(parts))
+    finally:
+        for name, p in net.named_parameters():
+            p.requires_grad_(trainable[name])
+        net.eval()
+        ens.clear_cache()
+    return {"exit_retrain_steps": done, "exit_retrain_seconds": time.time() - t0,
+            "exit_retrain_last_agreement": agreement}
+
+
+__all__ = ["episode_loss", "exit_episode_loss", "fine_tune", "retrain_exit_heads"]

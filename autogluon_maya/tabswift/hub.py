@@ -4,9 +4,10 @@ Never a default, and built to fail fast: a fit must not hang on a network that i
 - a converted copy already in the cache is used without any network access;
 - ``huggingface_hub`` missing -> ImportError saying what to install;
 - ``HF_HUB_OFFLINE=1`` -> only the local hub cache is consulted;
-- otherwise the hub endpoint (``HF_ENDPOINT``, default huggingface.co) must answer a TCP connect within
-  ``timeout`` seconds -- name resolution included, which a plain socket timeout does not bound, so the
-  check runs in a daemon thread that is abandoned on timeout -- before anything is downloaded.
+- otherwise the hub (``HF_ENDPOINT``, default huggingface.co) must answer an HTTP HEAD of the file within
+  ``timeout`` seconds (``$AUTOGLUON_MAYA_HUB_TIMEOUT``, default 5) -- name resolution included, which a
+  socket timeout does not bound, so the probe runs in a daemon thread abandoned on timeout -- before
+  huggingface_hub (which retries a silent server with back-off for ~30 s) is asked for anything.
 The file is then converted once (``released.convert``) into ``<cache>/tabswift/hub/``.
 """
 
@@ -14,8 +15,9 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import threading
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Optional
 from urllib.parse import urlparse
@@ -36,32 +38,41 @@ def _truthy(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def endpoint_reachable(endpoint: str, timeout: float) -> Optional[str]:
-    """None if a TCP connection to the endpoint's host opens within ``timeout`` s, else the reason."""
-    url = urlparse(endpoint)
-    host, port = url.hostname, url.port or (443 if url.scheme == "https" else 80)
-    if not host:
-        return f"invalid endpoint {endpoint!r}"
+def endpoint_reachable(url: str, timeout: float) -> Optional[str]:
+    """None if an HTTP HEAD of ``url`` gets any HTTP answer (even 4xx) within ``timeout`` s, else the reason.
+
+    Run in a daemon thread that is abandoned on timeout: name resolution is not bounded by socket
+    timeouts, and huggingface_hub retries a silent server with back-off for half a minute."""
     result = {}
 
-    def connect():
+    def probe():
         try:
-            socket.create_connection((host, port), timeout=timeout).close()
+            urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()
             result["ok"] = True
-        except OSError as err:
-            result["error"] = f"{type(err).__name__}: {err}"
+        except urllib.error.HTTPError:  # the server answered: reachable
+            result["ok"] = True
+        except Exception as err:  # URLError, timeouts, resets
+            result["error"] = f"{type(err).__name__}: {getattr(err, 'reason', err)}"
 
-    t = threading.Thread(target=connect, daemon=True)
+    t = threading.Thread(target=probe, daemon=True)
     t.start()
     t.join(timeout)
     if result.get("ok"):
         return None
-    return result.get("error", f"no answer from {host}:{port} within {timeout:g} s")
+    return result.get("error", f"no answer from {urlparse(url).netloc} within {timeout:g} s")
 
 
-def fetch_released(timeout: float = 5.0) -> Path:
-    """Path of the converted released checkpoint, downloading and converting it on first use."""
+TIMEOUT_ENV = "AUTOGLUON_MAYA_HUB_TIMEOUT"
+
+
+def fetch_released(timeout: Optional[float] = None) -> Path:
+    """Path of the converted released checkpoint, downloading and converting it on first use.
+    ``timeout`` (default ``$AUTOGLUON_MAYA_HUB_TIMEOUT`` or 5 s) bounds the connectivity check and the
+    hub's metadata request."""
     from .released import cache_dir, convert, is_our_checkpoint
+
+    if timeout is None:
+        timeout = float(os.environ.get(TIMEOUT_ENV, 5.0))
 
     target = cache_dir() / "tabswift" / "hub" / Path(FILENAME).stem
     if is_our_checkpoint(target):
@@ -73,8 +84,8 @@ def fetch_released(timeout: float = 5.0) -> Path:
                           f"(pip install huggingface_hub); or {MANUAL}") from None
     offline = _truthy("HF_HUB_OFFLINE")
     if not offline:
-        endpoint = os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT)
-        reason = endpoint_reachable(endpoint, timeout)
+        endpoint = os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT).rstrip("/")
+        reason = endpoint_reachable(f"{endpoint}/{REPO_ID}/resolve/main/{FILENAME}", timeout)
         if reason:
             raise HubUnavailableError(f"checkpoint_path='hub': the model hub {endpoint} is unreachable ({reason}); "
                                       f"{MANUAL}")

@@ -155,12 +155,15 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
 
             def ft_score_fn() -> float:
                 """Validation score of the first members only: every evaluation re-encodes the context
-                (the weights changed), which dominates fine-tuning time on CPU."""
-                ens.members_ = all_members[:n_eval]
+                (the weights changed), which dominates fine-tuning time on CPU.  Without early exit: the
+                exit heads still belong to the pretrained backbone while it is being tuned (they are
+                retrained afterwards), so exits would make the step selection depend on stale heads."""
+                ens.members_, tau_kept = all_members[:n_eval], ens.tau
+                ens.tau = None
                 try:
                     return score_fn()
                 finally:
-                    ens.members_ = all_members
+                    ens.members_, ens.tau = all_members, tau_kept
 
             summary.update(fine_tune(ens, ft_score_fn, steps=int(p["fine_tune_steps"]),
                                      eval_every=int(p["fine_tune_eval_every"]), patience=int(p["fine_tune_patience"]),
@@ -176,9 +179,10 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             if steps > 0:
                 summary.update(fine_tune(ens, None, steps=steps, eval_every=steps, patience=1, deadline=None,
                                          schedule_steps=p.get("fine_tune_schedule_steps") or steps, **ft_common))
-        if p["fine_tune"] and tau not in (None, "auto"):
-            logger.log(20, f"\tTabSwift: fixed tau={tau} after fine-tuning: the exit heads were calibrated on the "
-                           "pretrained backbone; tau='auto' re-chooses it on validation")
+        if p["fine_tune"] and summary.get("best_step", 0) > 0 and tau is not None and network.n_exit_layers:
+            summary.update(self._refit_exit_heads(ens, p, seed, budget, time_limit))
+            if summary.get("early_exit_off"):
+                tau = None
         if tau == "auto":
             if has_val and network.n_exit_layers:
                 summary.update(self._choose_tau(ens, score_fn, float(p["tau_max_loss"]), budget))
@@ -187,6 +191,27 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                 ens.tau = None
             self.params_trained["tau"] = ens.tau
         self._fit_summary = summary
+
+    def _refit_exit_heads(self, ens, p, seed: int, budget, time_limit) -> Dict:
+        """Fine-tuning moved the backbone: retrain the exit and per-layer heads on it (backbone frozen),
+        or, when that is not possible, turn early exit off and say why."""
+        from .finetune import retrain_exit_heads
+
+        steps = int(p["fine_tune_exit_steps"])
+        deadline = None if time_limit is None else budget.start + 0.85 * time_limit
+        result = retrain_exit_heads(ens, steps, episodes_per_step=int(p["fine_tune_episodes_per_step"]),
+                                    rows=int(p["fine_tune_rows"]), seed=seed, deadline=deadline)
+        if result["exit_retrain_steps"] == 0:
+            reason = "fine_tune_exit_steps=0" if steps < 1 else "the time limit left no time to retrain them"
+            logger.log(20, f"\tTabSwift: early exit turned off: fine-tuning changed the backbone and the exit "
+                           f"heads, calibrated on the pretrained one, were not retrained ({reason})")
+            ens.tau = None
+            self.params_trained["tau"] = None
+            result["early_exit_off"] = reason
+        else:
+            logger.log(20, f"\tTabSwift: exit heads retrained on the fine-tuned backbone "
+                           f"({result['exit_retrain_steps']} steps, {result['exit_retrain_seconds']:.1f} s)")
+        return result
 
     def _choose_tau(self, ens, score_fn, max_loss: float, budget) -> Dict:
         """Lowest τ (earliest exits) whose validation score is within ``max_loss`` (relative) of no exit.

@@ -261,19 +261,33 @@ def test_released_weights_predict_through_autogluon(tmp_path, monkeypatch):
 
 
 # ---- optional hub download: fails fast offline --------------------------------------------------------------
-@pytest.mark.parametrize("env", [{"HF_HUB_OFFLINE": "1"}, {"HF_ENDPOINT": "http://127.0.0.1:9"}])
-def test_hub_fails_fast_when_offline(tmp_path, monkeypatch, env):
+@pytest.mark.parametrize("case", ["HF_HUB_OFFLINE", "refused", "silent"])
+def test_hub_fails_fast_when_offline(tmp_path, monkeypatch, case):
+    """Offline flag; nothing listening; a server that accepts connections but never answers (the case
+    huggingface_hub itself would retry with back-off for ~30 s)."""
     pytest.importorskip("huggingface_hub")
+    import socket
+
     from autogluon_maya.tabswift.hub import HubUnavailableError
 
     monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty hub cache
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("AUTOGLUON_MAYA_HUB_TIMEOUT", "1")
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(4)  # completes TCP handshakes, never reads or answers
+    if case == "HF_HUB_OFFLINE":
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    else:
+        monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9" if case == "refused"
+                           else f"http://127.0.0.1:{silent.getsockname()[1]}")
     t0 = time.time()
-    with pytest.raises(HubUnavailableError, match="autogluon-maya-convert"):
-        resolve_checkpoint("hub")
-    assert time.time() - t0 < 10
+    try:
+        with pytest.raises(HubUnavailableError, match="autogluon-maya-convert"):
+            resolve_checkpoint("hub")
+    finally:
+        silent.close()
+    assert time.time() - t0 < 5
 
 
 def test_hub_uses_the_converted_copy_without_network(tmp_path, monkeypatch):
@@ -295,3 +309,33 @@ def test_released_size_converts_to_8_203_211_parameters(tmp_path):
     with torch.no_grad():
         ours = net(X[:, :40], y_cls, X[:, 40:], CLASSIFICATION).prediction.double()
     assert torch.allclose(ours, released_forward(state, RELEASED_CONFIG, X, y_cls, False), atol=1e-5, rtol=0)
+
+
+# ---- early exit on the released backbone (stage 3) --------------------------------------------------------------
+def test_stage3_adds_exit_heads_to_a_converted_release(tmp_path):
+    import json
+
+    from autogluon_maya.pretraining.config import PretrainConfig
+    from autogluon_maya.pretraining.trainer import train
+    from autogluon_maya.tabswift.config import TabSwiftConfig
+
+    state = released_state(SMALL_CONFIG)
+    converted = convert(write_released(tmp_path / "swift.ckpt", state=state), f"{tmp_path}/conv/")
+    size = TabSwiftConfig(n_layers=2, d_model=32, n_heads=4, n_registers=4, max_features=12, max_classes=5)
+    (tmp_path / "size.json").write_text(json.dumps(size.to_dict()))
+    run = dict(out_dir=str(tmp_path / "s3"), stage=3, model=str(tmp_path / "size.json"), init_from=str(converted),
+               prior="random_mlp", batch_size=4, rows=48, num_workers=0, threads=1, steps=3, log_every=3,
+               checkpoint_every=1000, export=str(tmp_path / "s3ckpt"))
+    train(PretrainConfig(**run), progress=False)
+    net = load_checkpoint(tmp_path / "s3ckpt")
+    assert net.n_exit_layers == 1 and net.config.label_encoding == "scalar"
+    before = load_checkpoint(converted).state_dict()
+    after = net.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before), "stage 3 changed the released backbone"
+    X, y_cls, _ = _task(SMALL_CONFIG)
+    with torch.no_grad():  # the final head still computes the release's output; the exit path runs
+        out = net(X[:, :14], y_cls, X[:, 14:], CLASSIFICATION, return_layers=True)
+        assert torch.allclose(out.prediction.double(), released_forward(state, SMALL_CONFIG, X, y_cls, False), atol=1e-5)
+        assert out.exit_logits[0].shape == (2, 6)
+    with pytest.raises(ValueError, match="--model released"):  # the size preset must match the checkpoint
+        train(PretrainConfig(**{**run, "model": "tiny", "out_dir": str(tmp_path / "bad")}), progress=False)

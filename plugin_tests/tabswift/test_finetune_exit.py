@@ -1,0 +1,109 @@
+"""Early exit after fine-tuning (issue 11): fine-tuning moves the backbone, so the exit heads are
+retrained on it with the backbone frozen -- or early exit is turned off with a logged reason."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from autogluon_maya import TabSwiftModel
+from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
+from autogluon_maya.tabswift.ensemble import TabSwiftEnsemble
+from autogluon_maya.tabswift.finetune import retrain_exit_heads
+from autogluon_maya.tabswift.network import CLASSIFICATION
+from autogluon_maya.tabswift.weights import load_checkpoint
+
+FAST = {"n_estimators": 2, "max_context_rows": 512}
+HEADS = ("layer_heads.", "exit_heads.")
+
+
+def _frame(n, seed=0):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "c": rng.normal(size=n),
+                      "color": pd.Categorical(rng.choice(["red", "green", "blue"], size=n))})
+    signal = np.sin(2 * X["a"]) + X["b"] * X["c"] + (X["color"] == "red")
+    return X, pd.Series((signal + 0.2 * rng.normal(size=n) > 0.4).astype(int), name="y")
+
+
+def test_retrain_exit_heads_changes_only_the_heads(one_torch_thread_seeded):
+    net = load_checkpoint(SHIPPED_CHECKPOINT)
+    X, y = _frame(200)
+    ens = TabSwiftEnsemble(net, CLASSIFICATION, n_estimators=2).fit(X, y.to_numpy(), n_classes=2)
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    result = retrain_exit_heads(ens, steps=3, episodes_per_step=2, rows=96, seed=0)
+    after = net.state_dict()
+    assert result["exit_retrain_steps"] == 3
+    assert all(torch.equal(before[k], after[k]) for k in before if not k.startswith(HEADS)), "backbone changed"
+    assert any(not torch.equal(before[k], after[k]) for k in before if k.startswith("exit_heads."))
+    assert any(not torch.equal(before[k], after[k]) for k in before if k.startswith("layer_heads."))
+    assert all(p.requires_grad for p in net.parameters())  # trainability restored for the caller
+    assert not net.training
+
+
+def _regression_frame(n, seed):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "c": rng.normal(size=n)})
+    return X, 50 + 10 * (np.sin(2 * X["a"]) + X["b"] * X["c"]) + rng.normal(size=n)
+
+
+def _fit(tmp_path, hp, seed=1):
+    """A regression task where zero-shot is weak, so fine-tuning moves the backbone (best_step > 0)."""
+    X, y = _regression_frame(400, seed)
+    model = TabSwiftModel(path=str(tmp_path / "m"), name="ts", problem_type="regression",
+                          eval_metric="root_mean_squared_error",
+                          hyperparameters={"n_estimators": 2, "max_context_rows": 256, "fine_tune": True,
+                                           "fine_tune_eval_every": 3, "fine_tune_rows": 128,
+                                           "fine_tune_episodes_per_step": 2, "fine_tune_lr": 3e-4, **hp})
+    model.fit(X=X.iloc[:250], y=y.iloc[:250], X_val=X.iloc[250:], y_val=y.iloc[250:], num_cpus=1)
+    return model, X.iloc[250:], y.iloc[250:]
+
+
+def test_fine_tuned_model_with_tau_stays_within_tau_max_loss_of_no_exit(tmp_path):
+    """tau=0.5 is a low threshold: with the pretrained exit heads left on the fine-tuned backbone this fit
+    lost 54 % RMSE at tau=0.5 (queries left at layers whose heads no longer fit the backbone); with the
+    heads retrained it is within tau_max_loss."""
+    tau, max_loss = 0.5, 0.01
+    model, X_val, y_val = _fit(tmp_path, {"fine_tune_steps": 6, "fine_tune_exit_steps": 15, "tau": tau,
+                                          "tau_max_loss": max_loss})
+    s = model._fit_summary
+    assert s["best_step"] > 0, "fine-tuning must have changed the backbone for this test to mean anything"
+    assert s["exit_retrain_steps"] == 15 and "early_exit_off" not in s
+    pretrained = load_checkpoint(SHIPPED_CHECKPOINT).state_dict()
+    tuned = model.model.network.state_dict()
+    assert any(not torch.equal(pretrained[k], tuned[k].cpu()) for k in pretrained if k.startswith("exit_heads."))
+
+    ens = model.model
+    assert ens.tau == tau
+    with_exit = model.score(X_val, y_val)  # AutoGluon's sign: higher is better (-RMSE)
+    depth = ens.last_mean_exit_layer
+    ens.tau = None
+    no_exit = model.score(X_val, y_val)
+    ens.tau = tau
+    L = ens.network.config.n_layers
+    assert depth < L - 0.5, f"queries must actually exit early (mean exit layer {depth:.2f} of {L})"
+    assert no_exit - with_exit <= max_loss * abs(no_exit), (with_exit, no_exit, depth)
+
+
+def test_no_exit_head_retraining_turns_early_exit_off_with_a_reason(tmp_path):
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    log = logging.getLogger("autogluon.ext.autogluon_maya.tabswift.model")
+    log.addHandler(handler)
+    level = log.level
+    log.setLevel(logging.INFO)
+    try:
+        model, X_val, _ = _fit(tmp_path, {"fine_tune_steps": 3, "fine_tune_exit_steps": 0, "tau": 0.5})
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+    assert model._fit_summary["best_step"] > 0
+    assert model.model.tau is None and model.params_trained["tau"] is None
+    assert model._fit_summary["early_exit_off"] == "fine_tune_exit_steps=0"
+    assert any("early exit turned off" in r.getMessage() for r in records)
+    model.predict(X_val)
+    assert model.model.last_mean_exit_layer == model.model.network.config.n_layers  # nobody exits

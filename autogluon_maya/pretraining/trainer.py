@@ -294,6 +294,7 @@ def train(cfg: PretrainConfig, rank: int = 0, world_size: int = 1,
                          cfg.num_workers, rank, world_size)
     loss_fn = exit_loss if cfg.stage == 3 else backbone_loss
     start, last_save, window = time.time(), counters["step"], _Window()
+    cpu_start = time.process_time()  # the training process's CPU time (prior workers not included)
     bar = tqdm(total=cfg.steps, initial=counters["step"], disable=not (progress and is_main),
                desc=f"TabSwift stage {cfg.stage}", dynamic_ncols=True)
     t_wait = time.time()
@@ -352,7 +353,8 @@ def train(cfg: PretrainConfig, rank: int = 0, world_size: int = 1,
         out_of_time = _all_ranks(out_of_time, world_size, device, any_rank=True)  # ranks stop together
         if is_main and (step - last_save >= cfg.checkpoint_every or step == cfg.steps or out_of_time):
             save_state(state_path, net, opt, sched,
-                       {**counters, "train_seconds": counters["train_seconds"] + time.time() - start}, cfg)
+                       {**counters, "train_seconds": counters["train_seconds"] + time.time() - start,
+                        "cpu_seconds": counters.get("cpu_seconds", 0.0) + time.process_time() - cpu_start}, cfg)
             plot_losses(out / "metrics.csv", out / "loss.png")
             last_save = step
         if out_of_time:
@@ -362,6 +364,7 @@ def train(cfg: PretrainConfig, rank: int = 0, world_size: int = 1,
         t_wait = time.time()
     bar.close()
     counters["train_seconds"] += time.time() - start
+    counters["cpu_seconds"] = counters.get("cpu_seconds", 0.0) + time.process_time() - cpu_start
     summary = training_record(cfg, net, counters, world_size, device)
     if is_main:
         (out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -391,6 +394,8 @@ def training_record(cfg: PretrainConfig, net: TabSwiftNetwork, counters: Dict, w
             "skipped_steps": counters.get("skipped_steps", 0),
             "finished": counters["step"] >= cfg.steps, "tasks_seen": counters["tasks_seen"],
             "train_hours": round(counters["train_seconds"] / 3600, 3), "world_size": world_size,
+            # CPU time of the training process (wall hours overstate compute on a shared machine)
+            "train_cpu_hours": round(counters.get("cpu_seconds", 0.0) / 3600, 3),
             "hardware": hardware, "parameters": sum(p.numel() for p in net.parameters()),
             "network": net.config.to_dict(), "recipe": cfg.identity(), "torch": torch.__version__}
 

@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
-# Recipe of the shipped TabSwift checkpoint (README "The shipped TabSwift checkpoint").  Resumable: rerun
-# the same command after an interruption.  Needs `pip install -e ".[pretrain]"`.
+# TabSwift pretraining.  Needs `pip install -e ".[pretrain]"`.
+#
+# v2 -- the campaign that accumulates across sessions (examples/results/pretraining/campaign.md):
+#   examples/pretrain_tabswift.sh campaign        # start/continue in the background (1 torch thread)
+#   examples/pretrain_tabswift.sh status          # progress
+#   examples/pretrain_tabswift.sh export NAME     # stage 3 on the current weights -> a candidate checkpoint
+#   examples/pretrain_tabswift.sh snapshot        # logs + latest weights into the repo, to commit
+# (all four call examples/pretraining_campaign.py; LOG=runs/campaign.log by default)
+#
+# v1 -- the recipe of the shipped checkpoint (README "The shipped TabSwift checkpoint"), resumable: rerun
+# the same command after an interruption.
 # Usage: examples/pretrain_tabswift.sh [RUN_DIR]
 #   stage 1a: tabicl mix_scm tasks of 256 rows with 2-100 features (a 5,000-step cosine plan, stopped at 800)
 #   stage 1b: continued from 1a on narrower tasks (2-40 features; a 3,000-step plan, stopped at 700)
@@ -9,6 +18,17 @@
 #   stage 3 : exit heads and per-layer heads, backbone frozen
 # Environment knobs: STAGE1C_STEPS, STAGE1C_TIME (s), STAGE3_STEPS, STAGE3_TIME (s), THREADS, WORKERS.
 set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+case "${1:-}" in
+  campaign)
+    mkdir -p "$HERE/../runs"
+    LOG=${LOG:-$HERE/../runs/campaign.log}
+    nohup python "$HERE/pretraining_campaign.py" run "${@:2}" >> "$LOG" 2>&1 &
+    echo "campaign running in the background (pid $!), log: $LOG"
+    exit 0 ;;
+  status|export|snapshot)
+    exec python "$HERE/pretraining_campaign.py" "$@" ;;
+esac
 RUN=${1:-runs/tabswift_small}
 COMMON=(--model small --prior mix_scm --threads "${THREADS:-1}" --num-workers "${WORKERS:-1}")
 python -m autogluon_maya.pretraining --stage 1 "${COMMON[@]}" --seed 0 --steps 5000 --stop-after 800 \

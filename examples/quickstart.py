@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from pathlib import Path
 
 import autogluon_maya  # noqa: F401  (registers "MAYA" and "TABSWIFT")
 from autogluon.tabular import TabularPredictor
@@ -32,13 +33,15 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
 
-    ds = load_dataset(args.data, max_rows=args.max_rows, seed=args.seed) if args.data else builtin_dataset()
-    if args.label:
-        ds.target = args.label
+    if args.data:
+        ds = load_dataset(args.data, max_rows=args.max_rows, seed=args.seed, label=args.label)
+    else:
+        ds = builtin_dataset()
     train, val, test = p1_split(ds, seed=args.seed)
     print(f"{ds.name}: {ds.task}, train/val/test = {len(train)}/{len(val)}/{len(test)} rows")
     predictor = TabularPredictor(label=ds.target, problem_type=ds.task, eval_metric=p1_metric(ds.task),
-                                 path=tempfile.mkdtemp(prefix="maya_quickstart_"), verbosity=1)
+                                 path=str(Path(tempfile.mkdtemp(prefix="maya_quickstart_")) / "predictor"),  # new folder
+                                 verbosity=1)
     predictor.fit(train, tuning_data=val, hyperparameters={"MAYA": {}, "TABSWIFT": {}, "GBM": {}, "CAT": {}},
                   time_limit=3 * args.time_limit, fit_weighted_ensemble=True)
     lb = predictor.leaderboard(test)

@@ -20,11 +20,17 @@ DATASETS_ENV = "AUTOGLUON_MAYA_DATASETS"
 
 
 def default_datasets_dir() -> Path:
-    """``$AUTOGLUON_MAYA_DATASETS`` or ``../shared/datasets`` next to the repository checkout."""
+    """``$AUTOGLUON_MAYA_DATASETS``, else the first existing ``shared/datasets`` among: beside the
+    repository checkout (editable install), under the current directory, beside it. Without any, the
+    last candidate is returned, so the error names a path relative to where the user runs from."""
     env = os.environ.get(DATASETS_ENV)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
+    candidates = [Path.cwd() / "shared" / "datasets", Path.cwd().parent / "shared" / "datasets"]
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").is_file():  # an editable install: the package lives in the checkout
+        candidates.insert(0, checkout.parent / "shared" / "datasets")
+    return next((c for c in candidates if c.is_dir()), candidates[-1])
 
 
 @dataclass
@@ -39,8 +45,16 @@ class Dataset:
         return self.task in ("binary", "multiclass")
 
 
-def load_dataset(path: str | Path, max_rows: Optional[int] = None, seed: int = 0) -> Dataset:
-    """Read a dataset folder (``data.csv.gz`` + ``meta.json``) or a plain CSV (last column = target)."""
+def infer_task(y: pd.Series) -> str:
+    """binary (2 values), multiclass (text labels or <= 20 values), else regression."""
+    n_unique = y.nunique()
+    return "binary" if n_unique == 2 else ("multiclass" if y.dtype == object or n_unique <= 20 else "regression")
+
+
+def load_dataset(path: str | Path, max_rows: Optional[int] = None, seed: int = 0,
+                 label: Optional[str] = None) -> Dataset:
+    """Read a dataset folder (``data.csv.gz`` + ``meta.json``) or a plain CSV (target = ``label``, default
+    its last column). The task is inferred from the target column actually used."""
     path = Path(path)
     if path.is_dir():
         meta = json.loads((path / "meta.json").read_text())
@@ -48,10 +62,13 @@ def load_dataset(path: str | Path, max_rows: Optional[int] = None, seed: int = 0
         ds = Dataset(path.name, df, meta["target"], meta["task"])
     else:
         df = pd.read_csv(path)
-        target = df.columns[-1]
-        n_unique = df[target].nunique()
-        task = "binary" if n_unique == 2 else ("multiclass" if df[target].dtype == object or n_unique <= 20 else "regression")
-        ds = Dataset(path.stem.split(".")[0], df, target, task)
+        ds = Dataset(path.stem.split(".")[0], df, df.columns[-1], "")
+    if label is not None and label != ds.target:
+        if label not in ds.data.columns:
+            raise KeyError(f"label {label!r} is not a column of {path}: {list(ds.data.columns)}")
+        ds.target, ds.task = label, ""
+    if not ds.task:
+        ds.task = infer_task(ds.data[ds.target])
     if max_rows is not None and len(ds.data) > max_rows:
         strat = ds.data[ds.target] if ds.is_classification else None
         ds.data, _ = train_test_split(ds.data, train_size=max_rows, random_state=seed, stratify=_safe_strat(strat))

@@ -121,12 +121,14 @@ def _breast_cancer(n):
 def test_light_fits_end_to_end_with_every_family():
     data = _breast_cancer(240)
     train, test = data.iloc[:200], data.iloc[200:]
-    hp = hyperparameters("light", overrides={k: v for k, v in FAST.items() if k != "XGB"})
+    # MAYA gets 20 epochs here (2 leave it at the majority class on 200 rows), so every family can be judged
+    hp = hyperparameters("light", overrides={**{k: v for k, v in FAST.items() if k != "XGB"}, "MAYA": {"max_epochs": 20}})
     pred = TabularPredictor(label="target", path="ag", verbosity=0).fit(
         train, hyperparameters=hp, time_limit=120, num_cpus=1, num_gpus=0, raise_on_model_failure=True)
     lb = pred.leaderboard(test, silent=True)
     assert {"Maya", "TabSwift", "LightGBM", "CatBoost", "WeightedEnsemble_L2"} <= set(lb["model"]), lb
-    assert lb["score_test"].notna().all()
+    majority = test["target"].value_counts(normalize=True).max()
+    assert (lb["score_test"] > majority + 0.2).all(), (lb[["model", "score_test"]], majority)  # accuracy
     assert pred.predict(test.drop(columns="target")).shape == (len(test),)
 
 

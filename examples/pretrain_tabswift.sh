@@ -26,7 +26,7 @@ case "${1:-}" in
     nohup python "$HERE/pretraining_campaign.py" run "${@:2}" >> "$LOG" 2>&1 &
     echo "campaign running in the background (pid $!), log: $LOG"
     exit 0 ;;
-  status|export|snapshot)
+  status|export|snapshot|evaluate)
     exec python "$HERE/pretraining_campaign.py" "$@" ;;
 esac
 RUN=${1:-runs/tabswift_small}

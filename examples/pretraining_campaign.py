@@ -4,6 +4,7 @@
     python examples/pretraining_campaign.py status   # where it stands
     python examples/pretraining_campaign.py export NAME   # stage 3 on the current weights -> a candidate
     python examples/pretraining_campaign.py snapshot # copy logs + current weights into the repo (commit them)
+    python examples/pretraining_campaign.py evaluate # held-out loss now vs the shipped checkpoint (~1 min)
 
 (``examples/pretrain_tabswift.sh campaign|status|export|snapshot`` calls this.)
 
@@ -154,6 +155,30 @@ def cmd_export(run: Path, name: str, stage3_steps: int, stage3_time: float) -> N
     print(json.dumps(record, indent=2))
 
 
+def cmd_evaluate(run: Path) -> None:
+    """Held-out stage-2 loss (the efficiency study's fixed set) of the current weights vs the shipped ones:
+    a cheap check between candidates that the campaign is still going the right way."""
+    import tempfile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from pretraining_efficiency import held_out_batches, held_out_loss
+
+    from autogluon_maya.pretraining.trainer import export_from_state
+    from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
+
+    legs = local_legs(run)
+    if not legs:
+        raise SystemExit(f"no local leg under {run}")
+    batches = held_out_batches()
+    with tempfile.TemporaryDirectory() as tmp:
+        export_from_state(legs[-1], Path(tmp) / "now")
+        now = held_out_loss(Path(tmp) / "now", batches)
+    shipped = held_out_loss(SHIPPED_CHECKPOINT, batches)
+    print(json.dumps({"leg": legs[-1].name, **leg_record(legs[-1]),
+                      "held_out_now": {k: round(v, 4) for k, v in now.items()},
+                      "held_out_shipped": {k: round(v, 4) for k, v in shipped.items()}}, indent=2))
+
+
 def cmd_snapshot(run: Path) -> None:
     """Logs of every local leg + the latest weights into examples/results/pretraining/campaign/."""
     from autogluon_maya.pretraining.trainer import export_from_state, plot_losses
@@ -179,7 +204,7 @@ def cmd_snapshot(run: Path) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", choices=("run", "status", "export", "snapshot"))
+    p.add_argument("command", choices=("run", "status", "export", "snapshot", "evaluate"))
     p.add_argument("name", nargs="?", help="export: the candidate's name")
     p.add_argument("--run-dir", default=str(REPO / "runs" / "campaign"))
     p.add_argument("--leg-steps", type=int, default=6000, help="cosine horizon of a new leg")
@@ -192,6 +217,8 @@ def main(argv=None) -> None:
         cmd_run(run, a.leg_steps, a.hours)
     elif a.command == "status":
         cmd_status(run)
+    elif a.command == "evaluate":
+        cmd_evaluate(run)
     elif a.command == "export":
         if not a.name:
             sys.exit("export needs a candidate name")

@@ -1,0 +1,96 @@
+"""Zero-shot TabSwift score against the number of context rows (issue 10, item 5).
+
+For each dataset: the P1 split (seed 0), then TABSWIFT fitted through AutoGluon with
+``max_context_rows`` = 256 / 512 / 1,024 / 2,048 (the training rows subsampled, stratified for
+classification, by the ensemble's own seeded subsampling) and scored on the whole P1 test split.
+More context should never hurt an in-context learner; the issue's goal is a non-decreasing curve
+from 256 to 2,048 rows on at least 4 of 5 datasets.
+
+    python examples/tabswift_context_curve.py                       # shipped checkpoint
+    python examples/tabswift_context_curve.py --checkpoint runs/campaign/candidates/c1/tabswift_small \\
+        --out examples/results/pretraining/context_curve_c1
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import tempfile
+import time
+from pathlib import Path
+
+DATASETS = "phoneme,spambase,bank_churn,cpu_act,pol"
+SIZES = "256,512,1024,2048"
+
+
+def score_at(dataset: str, data_dir: str, rows: int, checkpoint, num_cpus: int) -> dict:
+    import autogluon_maya  # noqa: F401  (registers TABSWIFT)
+    from autogluon.tabular import TabularPredictor
+    from autogluon_maya.common.protocol import load_dataset, p1_metric, p1_split
+
+    ds = load_dataset(Path(data_dir) / dataset, seed=0)
+    train, val, test = p1_split(ds, 0)
+    params = {"max_context_rows": rows, **({"checkpoint_path": checkpoint} if checkpoint else {})}
+    predictor = TabularPredictor(label=ds.target, problem_type=ds.task, eval_metric=p1_metric(ds.task),
+                                 path=tempfile.mkdtemp(prefix="ctx_curve_"), verbosity=0)
+    t0 = time.perf_counter()
+    predictor.fit(train, tuning_data=val, hyperparameters={"TABSWIFT": params}, fit_weighted_ensemble=False,
+                  num_cpus=num_cpus, num_gpus=0, raise_on_model_failure=True)
+    score = predictor.evaluate(test, silent=True)[predictor.eval_metric.name]
+    return {"dataset": dataset, "task": ds.task, "metric": predictor.eval_metric.name, "context_rows": rows,
+            "train_rows": len(train), "score": abs(float(score)), "higher_is_better": ds.task != "regression",
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def report(rows, out: Path) -> None:
+    by = {}
+    for r in rows:
+        by.setdefault(r["dataset"], []).append(r)
+    lines = ["| dataset | metric | " + " | ".join(f"{r['context_rows']} rows" for r in next(iter(by.values())))
+             + " | non-decreasing |", "|---|---|" + "---:|" * len(next(iter(by.values()))) + "---|"]
+    n_ok = 0
+    for name, rs in by.items():
+        rs = sorted(rs, key=lambda r: int(r["context_rows"]))
+        s = [float(r["score"]) for r in rs]
+        better = (lambda a, b: b >= a) if str(rs[0]["higher_is_better"]) == "True" else (lambda a, b: b <= a)
+        ok = all(better(a, b) for a, b in zip(s, s[1:]))
+        n_ok += ok
+        lines.append(f"| {name} | {rs[0]['metric']} | " + " | ".join(f"{v:.4f}" for v in s) + f" | {'yes' if ok else 'no'} |")
+    lines.append(f"\nNon-decreasing from 256 to 2,048 rows on {n_ok} of {len(by)} datasets "
+                 "(for RMSE: non-increasing). Goal: at least 4 of 5.")
+    (out / "context_curve.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def main() -> None:
+    from autogluon_maya.common.protocol import default_datasets_dir
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data-dir", default=str(default_datasets_dir()))
+    p.add_argument("--datasets", default=DATASETS)
+    p.add_argument("--sizes", default=SIZES)
+    p.add_argument("--checkpoint", default=None, help="TabSwift checkpoint (default: the shipped one)")
+    p.add_argument("--num-cpus", type=int, default=1)
+    p.add_argument("--out", default="examples/results/pretraining/context_curve")
+    a = p.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "context_curve.csv"
+    rows = list(csv.DictReader(open(path))) if path.exists() else []
+    done = {(r["dataset"], int(r["context_rows"])) for r in rows}
+    for dataset in a.datasets.split(","):
+        for size in map(int, a.sizes.split(",")):
+            if (dataset, size) in done:
+                continue
+            r = score_at(dataset, a.data_dir, size, a.checkpoint, a.num_cpus)
+            print(r, flush=True)
+            rows.append(r)
+            with open(path, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(r))
+                w.writeheader()
+                w.writerows(rows)
+    report(rows, out)
+
+
+if __name__ == "__main__":
+    main()

@@ -82,15 +82,18 @@ def fetch_released(timeout: Optional[float] = None) -> Path:
     except ImportError:
         raise ImportError(f"checkpoint_path='hub' needs the optional package huggingface_hub "
                           f"(pip install huggingface_hub); or {MANUAL}") from None
+    from huggingface_hub import constants  # HF_ENDPOINT as read when huggingface_hub was imported
+
+    endpoint = str(getattr(constants, "ENDPOINT", None) or DEFAULT_ENDPOINT).rstrip("/")
     offline = _truthy("HF_HUB_OFFLINE")
     if not offline:
-        endpoint = os.environ.get("HF_ENDPOINT", DEFAULT_ENDPOINT).rstrip("/")
         reason = endpoint_reachable(f"{endpoint}/{REPO_ID}/resolve/main/{FILENAME}", timeout)
         if reason:
             raise HubUnavailableError(f"checkpoint_path='hub': the model hub {endpoint} is unreachable ({reason}); "
                                       f"{MANUAL}")
     try:
-        src = hf_hub_download(REPO_ID, FILENAME, local_files_only=offline, etag_timeout=timeout)
+        src = hf_hub_download(REPO_ID, FILENAME, local_files_only=offline, etag_timeout=timeout,
+                              endpoint=endpoint)  # the endpoint that answered the probe
     except Exception as err:  # offline cache miss, HTTP error, timeout: all mean "no file", say why
         raise HubUnavailableError(f"checkpoint_path='hub': could not get {REPO_ID}/{FILENAME} "
                                   f"({'HF_HUB_OFFLINE is set and it is not in the local hub cache' if offline else ''}"

@@ -279,8 +279,10 @@ def test_hub_fails_fast_when_offline(tmp_path, monkeypatch, case):
     if case == "HF_HUB_OFFLINE":
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     else:
-        monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9" if case == "refused"
-                           else f"http://127.0.0.1:{silent.getsockname()[1]}")
+        from huggingface_hub import constants  # read from HF_ENDPOINT when huggingface_hub is imported
+
+        monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9" if case == "refused"
+                            else f"http://127.0.0.1:{silent.getsockname()[1]}")
     t0 = time.time()
     try:
         with pytest.raises(HubUnavailableError, match="autogluon-maya-convert"):
@@ -292,7 +294,8 @@ def test_hub_fails_fast_when_offline(tmp_path, monkeypatch, case):
 
 def test_hub_uses_the_converted_copy_without_network(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # unreachable: any network use would fail
+    constants = pytest.importorskip("huggingface_hub.constants")
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # unreachable: any network use would fail
     target = convert(write_released(tmp_path / "swift.ckpt"), tmp_path / "cache" / "tabswift" / "hub" / "swift")
     assert resolve_checkpoint("hub") == target
 

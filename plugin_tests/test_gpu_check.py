@@ -1,0 +1,28 @@
+"""``examples/gpu_check.sh --cpu`` runs every GPU check end to end on the CPU, so the script a GPU session
+will run cannot rot unnoticed (~1.5 min on 2 shared cores, most of it two Ray start-ups)."""
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_gpu_check_script_runs_end_to_end_on_cpu(tmp_path):
+    env = {**os.environ, "OUT": str(tmp_path / "out")}
+    proc = subprocess.run(["bash", str(REPO / "examples" / "gpu_check.sh"), "--cpu"], cwd=str(tmp_path), env=env,
+                          capture_output=True, text=True, timeout=600)
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    checks = results["checks"]
+    errors = {k: v["error"][-1500:] for k, v in checks.items() if v["status"] != "ok"}
+    assert proc.returncode == 0 and not errors, (errors, proc.stderr[-2000:])
+    assert set(checks) == {"maya_bf16", "tabswift_bf16", "hpo", "ray_train_ddp", "reload_without_cuda"}
+    r = {k: v["result"] for k, v in checks.items()}
+    # on the CPU both sides of each comparison are the same fp32 arithmetic: identical numbers
+    assert r["maya_bf16"]["score_delta_gpu_minus_cpu"] == 0.0
+    assert r["tabswift_bf16"]["max_abs_delta"] == 0.0
+    assert r["reload_without_cuda"]["max_abs_delta"] == 0.0 and r["reload_without_cuda"]["device_after_load"] == "cpu"
+    assert r["hpo"]["trials_finished"] >= 1
+    assert r["ray_train_ddp"]["steps_done"] == r["ray_train_ddp"]["steps_asked"]
+    assert "| maya_bf16 | ok |" in (tmp_path / "out" / "results.md").read_text()

@@ -32,7 +32,11 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
     ag_priority = 70
     seed_name = "random_seed"
     _supported_problem_types = [BINARY, MULTICLASS, REGRESSION, QUANTILE]
-    _default_auxiliary_params_extra = {"valid_raw_types": [R_BOOL, R_INT, R_FLOAT, R_CATEGORY]}
+    # One token per feature and attention over them: a 457-column table (1.1k rows, 180 s on 2 cores) ran
+    # a dozen epochs and ended near the majority rate.  Wider tables are declined up front (AutoGluon
+    # logs the reason and fits the other models); raise it with ag_args_fit={"ag.max_features": N}.
+    _default_auxiliary_params_extra = {"valid_raw_types": [R_BOOL, R_INT, R_FLOAT, R_CATEGORY],
+                                       "max_features": 300}
     default_num_gpus = 1
     default_resources_physical_cores_only = True
 
@@ -208,7 +212,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         n, f = len(X), max(1, X.shape[1])
         from .trainer import effective_batch_size
 
-        b = effective_batch_size(num("batch_size"), n)
+        b = effective_batch_size(num("batch_size"), n, num_classes or 0)
         d, L, br = int(num("hidden_size")), int(num("num_layers")), int(num("num_branch"))
         data = 4 * n * f * 6  # encoded copies, tensors, context encodings
         activ = 4 * b * (f + 1) * d * L * br * 12 * 3  # fwd + bwd, branch-stacked

@@ -89,9 +89,10 @@ class FittedMaya(nn.Module):
 
 MIN_STEPS_PER_EPOCH = 8
 AUTO_BATCH_SIZE = 256
+AUTO_ROWS_PER_CLASS = 32
 
 
-def effective_batch_size(batch_size, n: int) -> int:
+def effective_batch_size(batch_size, n: int, num_classes: int = 0) -> int:
     """The batch size a fit uses on ``n`` training rows.
 
     An explicit (or searched) ``batch_size`` is used as given, capped only by ``n``: the batch is also
@@ -99,10 +100,13 @@ def effective_batch_size(batch_size, n: int) -> int:
     default) takes 256 rows, lowered on small tables so an epoch has at least 8 optimizer steps (never
     below 32): early stopping counts epochs, and with 300 rows and batch 256 an epoch would be a single
     step, so a patience of 16 epochs gave up after 16 steps (measured: a bagged fit of breast cancer
-    with 227 rows per fold stayed at majority-class accuracy).
+    with 227 rows per fold stayed at majority-class accuracy).  With many classes, ``"auto"`` grows to
+    32 rows per class (26 classes: 832), so that the batch, IAIL's context, holds examples of every
+    class to read labels from; 256 rows hold ~10 per class of 26.
     """
     if batch_size in (None, "auto"):
-        return max(2, min(AUTO_BATCH_SIZE, max(32, n // MIN_STEPS_PER_EPOCH), n))
+        target = max(AUTO_BATCH_SIZE, AUTO_ROWS_PER_CLASS * int(num_classes or 0))
+        return max(2, min(target, max(32, n // MIN_STEPS_PER_EPOCH), n))
     return max(2, min(int(batch_size), n))
 
 
@@ -141,7 +145,7 @@ class _Clock:
 
 
 @torch.no_grad()
-def estimate_step_seconds(net: MayaNetwork, x_num, x_cat, y_label, batch_size: int, probe_rows: int = 8) -> float:
+def estimate_step_seconds(net: MayaNetwork, x_num, x_cat, y_label, batch_size: int, probe_rows: int = 2) -> float:
     """A training step's duration at ``batch_size``, extrapolated from one timed forward pass on
     ``probe_rows`` rows (x3 for the backward pass).  Per-row cost is higher on a tiny batch, so this
     errs on the long side; it exists so that a configuration whose single step would outlast the budget
@@ -208,7 +212,8 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     ckpt = BestCheckpoint(patience=params["patience"] if val_score_fn is not None else None)
     use_bw = params["use_branch_weights"] and params["num_branch"] > 1
     n, steps, epochs_done, epoch_time = len(x_num), 0, 0, 0.0
-    batch_size = effective_batch_size(params["batch_size"], n)
+    num_classes = fitted.net.label_embedding.num_embeddings if fitted.net.label_kind == "class" else 0
+    batch_size = effective_batch_size(params["batch_size"], n, num_classes)
     threads = AdaptiveThreads(num_threads if device.type == "cpu" else 1)
     min_steps = MIN_STEPS_PER_EPOCH
     if np.isfinite(budget.remaining()):

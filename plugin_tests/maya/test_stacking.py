@@ -14,6 +14,13 @@ def test_auto_batch_gives_small_tables_at_least_eight_steps_per_epoch():
     assert effective_batch_size(None, 3) == 3
 
 
+def test_auto_batch_holds_32_rows_per_class_when_there_are_many_classes():
+    assert effective_batch_size("auto", 15_000, num_classes=26) == 832
+    assert effective_batch_size("auto", 15_000, num_classes=6) == 256  # 6 x 32 < 256
+    assert effective_batch_size("auto", 2_000, num_classes=26) == 250  # still >= 8 steps per epoch
+    assert effective_batch_size(512, 15_000, num_classes=26) == 512  # an explicit size is kept
+
+
 def test_explicit_batch_size_is_used_as_given_capped_only_by_the_rows():
     assert effective_batch_size(256, 300) == 256  # not lowered to 300 // 8
     assert effective_batch_size(4096, 1000) == 1000  # the paper's sizes on a small table: one batch

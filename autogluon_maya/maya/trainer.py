@@ -145,19 +145,35 @@ class _Clock:
 
 
 @torch.no_grad()
-def estimate_step_seconds(net: MayaNetwork, x_num, x_cat, y_label, batch_size: int, probe_rows: int = 2) -> float:
-    """A training step's duration at ``batch_size``, extrapolated from one timed forward pass on
-    ``probe_rows`` rows (x3 for the backward pass).  Per-row cost is higher on a tiny batch, so this
-    errs on the long side; it exists so that a configuration whose single step would outlast the budget
-    (16 layers x batch 4,096 x 8 branches on a CPU) is never started."""
-    rows = min(probe_rows, len(x_num))
+def estimate_step_seconds(net: MayaNetwork, x_num, x_cat, y_label, batch_size: int, remaining: float = float("inf"),
+                          min_steps: int = MIN_STEPS_PER_EPOCH) -> float:
+    """A training step's duration at ``batch_size``, from timed forward passes on 2 and 16 rows (a line
+    through both, x3 for the backward pass), after one untimed warm-up pass (a fresh process's first
+    call pays one-off set-up costs: with it, a 2-row probe once put a default step at 41 s).  If the
+    2-row pass alone shows that ``min_steps`` steps cannot fit in ``remaining``, the 16-row pass is
+    skipped.  It exists so that a configuration whose single step would outlast the budget (16 layers x
+    batch 4,096 x 8 branches on a CPU) is never started."""
     was_training = net.training
     net.train()
-    t = time.perf_counter()
-    net.forward_train(x_num[:rows], x_cat[:rows], y_label[:rows])
-    seconds = time.perf_counter() - t
-    net.train(was_training)
-    return 3.0 * seconds * batch_size / max(1, rows)
+
+    def timed(rows: int) -> float:
+        t = time.perf_counter()
+        net.forward_train(x_num[:rows], x_cat[:rows], y_label[:rows])
+        return time.perf_counter() - t
+
+    try:
+        n = len(x_num)
+        timed(min(2, n))
+        t2 = timed(min(2, n))
+        if n <= 2 or 3.0 * t2 * batch_size / 2 * min_steps <= remaining or 3.0 * t2 * 8 > remaining / min_steps:
+            # clearly feasible or clearly not from the small probe (per-row cost falls with rows)
+            return 3.0 * t2 * batch_size / min(2, n)
+        r = min(16, n)
+        t16 = timed(r)
+        per_row = max((t16 - t2) / (r - 2), 0.0) if r > 2 else t16 / r
+        return 3.0 * max(t16 * batch_size / r if per_row == 0.0 else t2 + per_row * (batch_size - 2), 0.0)
+    finally:
+        net.train(was_training)
 
 
 def fit_batch_to_budget(batch_size: int, step_seconds: float, remaining: float, min_steps: int,
@@ -217,7 +233,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     threads = AdaptiveThreads(num_threads if device.type == "cpu" else 1)
     min_steps = MIN_STEPS_PER_EPOCH
     if np.isfinite(budget.remaining()):
-        est = estimate_step_seconds(net, x_num, x_cat, y_label, batch_size)
+        est = estimate_step_seconds(net, x_num, x_cat, y_label, batch_size, budget.remaining(), min_steps)
         batch_size, why = fit_batch_to_budget(batch_size, est, budget.remaining(), min_steps)
     else:
         why = ""

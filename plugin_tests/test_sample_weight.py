@@ -58,14 +58,17 @@ def test_tabswift_warns_that_it_ignores_sample_weight(tmp_path, caplog):
     X, y, w = _weighted_table(200)
     model = TabSwiftModel(path=str(tmp_path / "ts"), name="ts", problem_type="binary", eval_metric="accuracy",
                           hyperparameters={"n_estimators": 1, "max_context_rows": 128})
-    ours = logging.getLogger("autogluon.ext.autogluon_maya.tabswift.model")
-    ours.addHandler(caplog.handler)  # AutoGluon's loggers may not propagate to the root logger
+    name = "autogluon.ext.autogluon_maya.tabswift.model"
+    ours = logging.getLogger(name)
+    # AutoGluon's loggers may not propagate to the root logger, and an earlier TabularPredictor(verbosity=0)
+    # raises the "autogluon" level: attach the handler and set the level on our logger itself
+    ours.addHandler(caplog.handler)
     try:
-        with caplog.at_level(logging.WARNING):
+        with caplog.at_level(logging.WARNING, logger=name):
             model.fit(X=X, y=y, sample_weight=w, num_cpus=1)
         assert "ignores sample_weight" in caplog.text
         caplog.clear()
-        with caplog.at_level(logging.WARNING):
+        with caplog.at_level(logging.WARNING, logger=name):
             model.fit(X=X, y=y, num_cpus=1)
         assert "sample_weight" not in caplog.text  # no warning when no weights were given
     finally:

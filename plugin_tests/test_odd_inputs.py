@@ -162,7 +162,9 @@ def test_520_features_fit_within_the_memory_estimate(cls, tmp_path):
     The fit must use no more memory than the model's own estimate, which AutoGluon compares with the
     available memory before fitting (measured: MAYA +175 MiB against an estimate of 1,432 MiB)."""
     X, y = _wide(360, 7)
-    hp = {"max_epochs": 2, "early_stopping": False, "batch_size": 32} if cls is MayaModel else {}
+    # MAYA declines tables over 300 features by default (ag.max_features); a user may raise the cap
+    hp = {"max_epochs": 2, "early_stopping": False, "batch_size": 32, "ag.max_features": 1000} \
+        if cls is MayaModel else {}
     estimate = cls._estimate_memory_usage_static(X=X.iloc[:300], hyperparameters={**HP[cls], **hp}, num_classes=2)
     with _PeakRss() as rss:
         model = _fit(cls, tmp_path, X.iloc[:300], y.iloc[:300], "binary", hp=hp)
@@ -173,6 +175,14 @@ def test_520_features_fit_within_the_memory_estimate(cls, tmp_path):
         assert _accuracy(model, X.iloc[300:], y.iloc[300:]) > 0.75
 
 
+def test_maya_declines_520_features_by_default_with_a_clear_error(tmp_path):
+    from autogluon.core.utils.exceptions import ConstraintViolationError
+
+    X, y = _wide(100, 7)
+    with pytest.raises(ConstraintViolationError, match="max_features"):
+        _fit(MayaModel, tmp_path, X, y, "binary")
+
+
 @pytest.mark.slow
 def test_maya_520_features_trains_within_a_30s_limit(tmp_path):
     """MAYA on 520 columns with time_limit=30: trained (not skipped as infeasible) and within the limit
@@ -181,7 +191,8 @@ def test_maya_520_features_trains_within_a_30s_limit(tmp_path):
     limit = 30.0
     t0 = time.monotonic()
     model = _fit(MayaModel, tmp_path, X.iloc[:300], y.iloc[:300], "binary",
-                 hp={"max_epochs": 1000, "early_stopping": False, "batch_size": 32}, time_limit=limit)
+                 hp={"max_epochs": 1000, "early_stopping": False, "batch_size": 32, "ag.max_features": 1000},
+                 time_limit=limit)
     wall = time.monotonic() - t0
     assert wall <= limit * 1.05 + 2, f"fit took {wall:.1f} s against time_limit={limit}"
     assert model._fit_summary["steps"] >= 8

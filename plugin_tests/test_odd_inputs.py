@@ -198,12 +198,7 @@ def test_maya_520_features_trains_within_a_30s_limit(tmp_path):
     assert model._fit_summary["steps"] >= 8
 
 
-MAYA_TEXT_XFAIL = pytest.mark.xfail(
-    strict=True, reason="issue 13 -> lead (maya/*): MAYA takes AutoGluon's text n-gram features; add "
-    "ignored_type_group_special=[S_TEXT_NGRAM, S_TEXT_AS_CATEGORY] as TabSwift and NN_TORCH do (0.53 -> 0.95)")
-
-
-@pytest.mark.parametrize("key", [pytest.param("MAYA", marks=MAYA_TEXT_XFAIL), "TABSWIFT"])
+@pytest.mark.parametrize("key", ["MAYA", "TABSWIFT"])
 def test_datetime_bool_and_text_columns_through_autogluon(key, tmp_path):
     """AutoGluon turns datetime, bool and text columns into numeric features before the models see them.
     The label needs both the bool and the date (XOR), so a model that lost either stays near chance; the

@@ -110,40 +110,46 @@ class AdaptiveThreads:
     the two cores, each of MAYA's many small kernels waits for the descheduled thread, and a 2-thread
     step became 6-10x slower than a 1-thread step (measured with other jobs running,
     ``examples/results/maya_throughput/load.md``).  Alone on the machine, 2 threads are ~1.5x faster.
-    So the trainer times ``probe_steps`` steps with each count every ``period_s`` seconds and keeps the
-    faster one.  Probing costs nothing extra: the timed steps are ordinary training steps.
+    So the trainer times ``probe_steps`` steps with one thread, then with the full count, every
+    ``period_s`` seconds, and keeps the faster.  The timed steps are ordinary training steps; the
+    full-count probe is abandoned at its first step slower than 1.5x the one-thread median, so that on
+    a loaded machine it costs one slow step, not several.
     """
 
-    def __init__(self, max_threads: int, probe_steps: int = 3, period_s: float = 30.0):
-        self.candidates = [int(max_threads), 1] if max_threads and int(max_threads) > 1 else []
+    def __init__(self, max_threads: Optional[int], probe_steps: int = 3, period_s: float = 30.0):
+        self.max_threads = int(max_threads or 1)
+        self.enabled = self.max_threads > 1
         self.probe_steps, self.period_s = probe_steps, period_s
-        self.chosen = int(max_threads or 1)
+        self.chosen = self.max_threads
         self._plan: List[int] = []
         self._times: Dict[int, List[float]] = {}
         self._next_probe = 0.0
         self._t0 = 0.0
-        self._current: Optional[int] = None
         self.history: List[Tuple[float, int]] = []  # (time, threads chosen)
 
     def before_step(self) -> None:
-        if not self.candidates:
+        if not self.enabled:
             return
-        now = time.time()
-        if not self._plan and now >= self._next_probe:
-            self._plan = [c for c in self.candidates for _ in range(self.probe_steps + 1)]
-            self._times = {c: [] for c in self.candidates}
-        self._current = self._plan[0] if self._plan else self.chosen
-        if torch.get_num_threads() != self._current:
-            torch.set_num_threads(self._current)
+        if not self._plan and time.time() >= self._next_probe:
+            # one untimed warm-up step after each change of thread count, then probe_steps timed ones
+            self._plan = [1] * (self.probe_steps + 1) + [self.max_threads] * (self.probe_steps + 1)
+            self._times = {1: [], self.max_threads: []}
+        current = self._plan[0] if self._plan else self.chosen
+        if torch.get_num_threads() != current:
+            torch.set_num_threads(current)
         self._t0 = time.perf_counter()
 
     def after_step(self) -> None:
-        if not self.candidates or not self._plan:
+        if not self.enabled or not self._plan:
             return
+        seconds = time.perf_counter() - self._t0
         c = self._plan.pop(0)
-        runs_left = sum(1 for x in self._plan if x == c)
-        if runs_left < self.probe_steps:  # the first step after a thread-count change warms up: not timed
-            self._times[c].append(time.perf_counter() - self._t0)
+        if sum(1 for x in self._plan if x == c) < self.probe_steps:
+            self._times[c].append(seconds)
+        single = self._times[1]
+        if c != 1 and single and len(single) == self.probe_steps and seconds > 1.5 * float(np.median(single)):
+            self._plan = []  # clearly slower with more threads: stop probing them now
+            self._times[c] = [seconds]
         if not self._plan:
             medians = {k: float(np.median(v)) for k, v in self._times.items() if v}
             self.chosen = min(medians, key=medians.get)

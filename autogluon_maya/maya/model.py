@@ -8,7 +8,7 @@ from typing import Dict, Optional
 
 import numpy as np
 import pandas as pd
-from autogluon.common.features.types import R_BOOL, R_CATEGORY, R_FLOAT, R_INT
+from autogluon.common.features.types import R_BOOL, R_CATEGORY, R_FLOAT, R_INT, S_TEXT_AS_CATEGORY, S_TEXT_NGRAM
 from autogluon.core.constants import BINARY, MULTICLASS, QUANTILE, REGRESSION
 from autogluon.core.hpo.constants import RAY_BACKEND
 from autogluon.core.utils.exceptions import TimeLimitExceeded
@@ -35,7 +35,10 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
     # One token per feature and attention over them: a 457-column table (1.1k rows, 180 s on 2 cores) ran
     # a dozen epochs and ended near the majority rate.  Wider tables are declined up front (AutoGluon
     # logs the reason and fits the other models); raise it with ag_args_fit={"ag.max_features": N}.
+    # AutoGluon's text n-gram / text-as-category features are left out, as its own NN_TORCH does: ~57 sparse
+    # count columns from one noise text column drowned a bool-XOR-date signal (accuracy 0.96 -> 0.53).
     _default_auxiliary_params_extra = {"valid_raw_types": [R_BOOL, R_INT, R_FLOAT, R_CATEGORY],
+                                       "ignored_type_group_special": [S_TEXT_NGRAM, S_TEXT_AS_CATEGORY],
                                        "max_features": 300}
     default_num_gpus = 1
     default_resources_physical_cores_only = True
@@ -147,7 +150,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                              device=device, budget=budget, seed=seed, val_score_fn=val_score_fn,
                              max_epochs=int(p["max_epochs"]), num_threads=num_cpus)
         if summary["stop_reason"].startswith("infeasible"):
-            raise TimeLimitExceeded(f"MAYA skipped (batch_size={summary['batch_size']}, num_layers="
+            raise TimeLimitExceeded(f"MAYA skipped (batch_size={p['batch_size']}, num_layers="
                                     f"{p['num_layers']}, hidden_size={hidden}): {summary['stop_reason']}")
         if summary["steps"] == 0:
             raise TimeLimitExceeded("MAYA could not run a single training step within the time limit")

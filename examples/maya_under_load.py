@@ -1,0 +1,106 @@
+"""How much a MAYA fit slows down when another busy process shares the machine, this checkout vs a git ref.
+
+    python examples/maya_under_load.py --baseline 172ea17 --data ../shared/datasets/phoneme
+
+For each version (children started as in ``maya_speed_compare.py``) the same fixed amount of training
+(``--epochs`` epochs of the default network, ``--threads`` torch threads as AutoGluon would give it) runs
+twice: alone, and beside a busy process (one process spinning a 1-thread matmul loop, what a second
+fit or a test run looks like to the OS).  Reported: wall seconds and the slowdown ratio loaded/alone.
+The issue's goal is a slowdown of no more than ~2x.  Writes ``load.json`` and ``load.md`` under ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "examples"))
+from maya_speed_compare import PARAMS, unpack  # noqa: E402
+
+CHILD = r"""
+import inspect, json, sys, time, torch, numpy as np
+from autogluon_maya.common.preprocessing import TabularEncoder
+from autogluon_maya.common.protocol import load_dataset, p1_split
+from autogluon_maya.common.training import TimeBudget
+from autogluon_maya.maya.network import MayaNetwork
+from autogluon_maya.maya.trainer import FittedMaya, make_loss, train_maya
+args = json.loads(sys.argv[1])
+torch.set_num_threads(args["threads"]); torch.manual_seed(0)
+ds = load_dataset(args["data"]); train, _, _ = p1_split(ds, 0)
+X, y = train.drop(columns=[ds.target]), train[ds.target]
+enc = TabularEncoder().fit(X); t = enc.transform(X)
+yl = y.astype("category").cat.codes.to_numpy().astype(np.int64); k = int(yl.max()) + 1
+p = args["params"]
+net = MayaNetwork(t.x_num.shape[1], enc.cat_cardinalities, k, "class", k,
+                  **{q: p[q] for q in ("hidden_size", "num_heads", "num_branch", "num_layers",
+                                       "intermediate_factor", "dropout", "num_decoder_layers", "decoder_dropout")})
+x_num, x_cat, y_t = torch.from_numpy(t.x_num), torch.from_numpy(t.x_cat), torch.from_numpy(yl)
+extra = {"num_threads": args["threads"]} if "num_threads" in inspect.signature(train_maya).parameters else {}
+t0 = time.perf_counter()
+s = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y_t, y_target=y_t, sample_weight=None,
+               loss_fn=make_loss("class"), params=p, device=torch.device("cpu"), budget=TimeBudget(None), seed=0,
+               val_score_fn=None, max_epochs=args["epochs"], **extra)
+import autogluon_maya
+print(json.dumps({"wall_s": time.perf_counter() - t0, "epochs": s["epochs"], "module": autogluon_maya.__file__,
+                  "threads_chosen": s.get("threads")}))
+"""
+
+BUSY = "import torch, time\ntorch.set_num_threads(1)\na = torch.randn(512, 512)\nwhile True:\n    a @ a\n"
+
+
+def run(root: Path, args: dict) -> dict:
+    import os
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], env=env, cwd=str(root),
+                         capture_output=True, text=True, check=True).stdout
+    res = json.loads(out.strip().splitlines()[-1])
+    assert res["module"].startswith(str(root)), res["module"]
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--baseline", default="172ea17")
+    ap.add_argument("--data", default=str(REPO.parent / "shared" / "datasets" / "phoneme"))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--out", default=str(REPO / "examples" / "results" / "maya_throughput"))
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        versions = {f"baseline {args.baseline}": unpack(args.baseline, Path(tmp)), "this checkout": REPO}
+        child = {"data": args.data, "threads": args.threads, "epochs": args.epochs, "params": PARAMS}
+        for condition in ("alone", "beside a busy process"):
+            busy = subprocess.Popen([sys.executable, "-c", BUSY]) if condition != "alone" else None
+            try:
+                if busy:
+                    time.sleep(2)
+                for name, root in versions.items():
+                    r = run(root, child)
+                    rows.append({"version": name, "condition": condition, **r})
+                    print(rows[-1], flush=True)
+            finally:
+                if busy:
+                    busy.kill()
+    md = [f"MAYA, {args.epochs} epochs of the default network on {Path(args.data).name}, {args.threads} threads; "
+          "wall seconds alone and beside one busy process (a 1-thread matmul loop).", "",
+          "| version | alone s | beside a busy process s | slowdown |", "|---|---:|---:|---:|"]
+    for name in versions:
+        a = next(r["wall_s"] for r in rows if r["version"] == name and r["condition"] == "alone")
+        b = next(r["wall_s"] for r in rows if r["version"] == name and r["condition"] != "alone")
+        md.append(f"| {name} | {a:.1f} | {b:.1f} | {b / a:.2f}x |")
+    (out / "load.json").write_text(json.dumps({"params": PARAMS, "args": vars(args), "runs": rows}, indent=2))
+    (out / "load.md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()

@@ -38,7 +38,8 @@ from autogluon_maya.common.protocol import Dataset, default_datasets_dir, load_d
 SIZES = {  # (gpu run, --cpu run)
     "rows": (6000, 300),
     "maya_time_limit": (75, None),  # --cpu: max_epochs bounds the tiny fit
-    "maya_hp": ({}, {"max_epochs": 2, "hidden_size": 16, "num_heads": 2, "num_layers": 1}),
+    # --cpu compares two CPU fits bit for bit: a fixed thread count (adaptive threads may differ between them)
+    "maya_hp": ({}, {"max_epochs": 2, "hidden_size": 16, "num_heads": 2, "num_layers": 1, "adaptive_threads": False}),
     "tabswift_context": (2048, 64),
     "tabswift_queries": (1000, 32),
     "hpo_trials": (4, 2),

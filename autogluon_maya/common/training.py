@@ -125,15 +125,21 @@ class AdaptiveThreads:
         self._times: Dict[int, List[float]] = {}
         self._next_probe = 0.0
         self._t0 = 0.0
+        self._last_full: List[float] = []  # the full count's step times at the last probe
         self.history: List[Tuple[float, int]] = []  # (time, threads chosen)
 
-    def before_step(self) -> None:
+    def before_step(self, allow_probe: bool = True) -> None:
+        """``allow_probe=False`` (the trainer passes it near the end of the budget, where a slow probe
+        step could overrun the limit) keeps the current choice and postpones any new probe."""
         if not self.enabled:
             return
-        if not self._plan and time.time() >= self._next_probe:
+        if not self._plan and time.time() >= self._next_probe and allow_probe:
             # one untimed warm-up step after each change of thread count, then probe_steps timed ones
             self._plan = [1] * (self.probe_steps + 1) + [self.max_threads] * (self.probe_steps + 1)
             self._times = {1: [], self.max_threads: []}
+        elif self._plan and not allow_probe:
+            self._plan = []
+            self._finish()
         current = self._plan[0] if self._plan else self.chosen
         if torch.get_num_threads() != current:
             torch.set_num_threads(current)
@@ -144,14 +150,24 @@ class AdaptiveThreads:
             return
         seconds = time.perf_counter() - self._t0
         c = self._plan.pop(0)
-        if sum(1 for x in self._plan if x == c) < self.probe_steps:
-            self._times[c].append(seconds)
-        single = self._times[1]
-        if c != 1 and single and len(single) == self.probe_steps and seconds > 1.5 * float(np.median(single)):
-            self._plan = []  # clearly slower with more threads: stop probing them now
+        if sum(1 for x in self._plan if x == c) >= self.probe_steps:
+            return  # the warm-up step after a change of thread count: neither timed nor judged
+        self._times[c].append(seconds)
+        other = self._times[self.max_threads if c == 1 else 1]
+        # a probe that is clearly slower than the other count's median is abandoned at once, so that a
+        # loaded machine (N threads) or a many-core one (1 thread) pays one slow step, not several
+        reference = other if c != 1 else self._last_full
+        if reference and seconds > 1.5 * float(np.median(reference)):
             self._times[c] = [seconds]
+            self._plan = [x for x in self._plan if x != c]
         if not self._plan:
-            medians = {k: float(np.median(v)) for k, v in self._times.items() if v}
+            self._finish()
+
+    def _finish(self) -> None:
+        medians = {k: float(np.median(v)) for k, v in self._times.items() if v}
+        if medians:
             self.chosen = min(medians, key=medians.get)
             self.history.append((round(time.time(), 1), self.chosen))
-            self._next_probe = time.time() + self.period_s
+        if self._times.get(self.max_threads):
+            self._last_full = list(self._times[self.max_threads])
+        self._next_probe = time.time() + self.period_s

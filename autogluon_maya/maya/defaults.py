@@ -34,6 +34,7 @@ DEFAULT_PARAMS = {
     "lr_plateau_patience": 5,
     "lr_plateau_factor": 0.3,
     "early_stopping": True,
+    "adaptive_threads": True,  # CPU: time 1 vs num_cpus threads and keep the faster (see README)
     "train_context_size": 0,
     "patience": 16,
     # preprocessing / inference

@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..common.training import AdaptiveThreads, BestCheckpoint, TimeBudget, autocast, batch_slices
+from ..common.training import AdaptiveThreads, BestCheckpoint, TimeBudget, autocast, batch_slices, torch_threads
 from .network import MayaNetwork
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
@@ -163,28 +163,28 @@ def estimate_step_seconds(net: MayaNetwork, x_num, x_cat, y_label, batch_size: i
     made 2-thread probes on a loaded machine estimate a 256-row step at 61 s."""
     was_training = net.training
     net.train()
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
 
     def timed(rows: int) -> float:
         t = time.perf_counter()
         net.forward_train(x_num[:rows], x_cat[:rows], y_label[:rows])
         return time.perf_counter() - t
 
-    try:
-        n = len(x_num)
-        timed(min(2, n))
-        t2 = timed(min(2, n))
-        if n <= 2 or 3.0 * t2 * batch_size / 2 * min_steps <= remaining or 3.0 * t2 * 8 > remaining / min_steps:
-            # clearly feasible or clearly not from the small probe (per-row cost falls with rows)
-            return 3.0 * t2 * batch_size / min(2, n)
-        r = min(16, n)
-        t16 = timed(r)
-        per_row = max((t16 - t2) / (r - 2), 0.0) if r > 2 else t16 / r
-        return 3.0 * max(t16 * batch_size / r if per_row == 0.0 else t2 + per_row * (batch_size - 2), 0.0)
-    finally:
-        net.train(was_training)
-        torch.set_num_threads(previous_threads)
+    # fork_rng: the probe's dropout draws must not shift the training run's random stream, or the same
+    # seed would train differently with and without a time limit
+    with torch_threads(1), torch.random.fork_rng(devices=[]):
+        try:
+            n = len(x_num)
+            timed(min(2, n))
+            t2 = timed(min(2, n))
+            if n <= 2 or 3.0 * t2 * batch_size / 2 * min_steps <= remaining or 3.0 * t2 * 8 > remaining / min_steps:
+                # clearly feasible or clearly not from the small probe (per-row cost falls with rows)
+                return 3.0 * t2 * batch_size / min(2, n)
+            r = min(16, n)
+            t16 = timed(r)
+            per_row = max((t16 - t2) / (r - 2), 0.0) if r > 2 else t16 / r
+            return 3.0 * max(t16 * batch_size / r if per_row == 0.0 else t2 + per_row * (batch_size - 2), 0.0)
+        finally:
+            net.train(was_training)
 
 
 def fit_batch_to_budget(batch_size: int, step_seconds: float, remaining: float, min_steps: int,
@@ -226,22 +226,31 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     # a plateau (torch's scheduler; scores are higher-is-better) lets training settle into a minimum.
     # Without validation data (refit_full: a fixed epoch count) there is no plateau to detect, so the
     # rate decays along a cosine over those epochs instead.  The ``paper`` recipe keeps the rate constant.
+    n = len(x_num)
+    num_classes = fitted.net.label_embedding.num_embeddings if fitted.net.label_kind == "class" else 0
+    batch_size = effective_batch_size(params["batch_size"], n, num_classes)
+    # patience counts epochs; with the paper's batch sizes a small table has one step per epoch, and 16
+    # epochs of patience would be 16 steps (the failure ``effective_batch_size`` describes): stretch both
+    # patiences so that they always span at least MIN_STEPS_PER_EPOCH epochs' worth of steps
+    stretch = max(1, int(np.ceil(MIN_STEPS_PER_EPOCH / max(1, int(np.ceil(n / max(2, batch_size)))))))
     scheduler, cosine = None, None
     if params.get("lr_scheduler", "plateau") == "plateau" and not paper:
         if val_score_fn is not None:
             scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
                 opt, mode="max", factor=params.get("lr_plateau_factor", 0.3),
-                patience=params.get("lr_plateau_patience", 5), min_lr=params["learning_rate"] * 1e-3)
+                patience=params.get("lr_plateau_patience", 5) * stretch, min_lr=params["learning_rate"] * 1e-3)
         else:
             cosine = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, max_epochs),
                                                                 eta_min=params["learning_rate"] * 1e-2)
     rng = np.random.default_rng(seed)
-    ckpt = BestCheckpoint(patience=params["patience"] if val_score_fn is not None else None)
+    ckpt = BestCheckpoint(patience=params["patience"] * stretch
+                          if val_score_fn is not None and params["patience"] is not None else None)
     use_bw = params["use_branch_weights"] and params["num_branch"] > 1
-    n, steps, epochs_done, epoch_time = len(x_num), 0, 0, 0.0
-    num_classes = fitted.net.label_embedding.num_embeddings if fitted.net.label_kind == "class" else 0
-    batch_size = effective_batch_size(params["batch_size"], n, num_classes)
-    threads = AdaptiveThreads(num_threads if device.type == "cpu" else 1)
+    steps, epochs_done, epoch_time = 0, 0, 0.0
+    # adaptive threads trade bit-for-bit reproducibility (1- and 2-thread gradients differ in the last
+    # digits) for speed under load; adaptive_threads=False keeps the given count
+    adaptive = device.type == "cpu" and params.get("adaptive_threads", True)
+    threads = AdaptiveThreads(num_threads if adaptive else 1)
     min_steps = MIN_STEPS_PER_EPOCH
     if np.isfinite(budget.remaining()):
         est = estimate_step_seconds(net, x_num, x_cat, y_label, batch_size, budget.remaining(), min_steps)
@@ -280,7 +289,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
                 interrupted, stop_reason = True, "time: not enough left for another step"
                 break
             t_step = time.perf_counter()
-            threads.before_step()
+            threads.before_step(allow_probe=budget.remaining() > 10 * clock.step + reserve)
             idx_t = torch.from_numpy(idx).to(device)
             yl, yt = y_label[idx_t], y_target[idx_t]
             mem = {}

@@ -482,7 +482,9 @@ def test_learning_rate_decays_on_plateau_or_along_cosine(with_validation):
     x_num, x_cat = torch.randn(32, 3), torch.zeros(32, 0, dtype=torch.long)
     y = (x_num[:, 0] > 0).long()
     net = MayaNetwork(3, [], 2, "class", num_classes=2, hidden_size=8, num_heads=2, num_branch=1, num_layers=1)
-    params = {**_train_params(False), "learning_rate": 1e-2, "lr_plateau_patience": 2, "patience": None}
+    # batch 4: 8 steps per epoch, so the patience is not stretched (see the one-step-epoch test)
+    params = {**_train_params(False), "learning_rate": 1e-2, "lr_plateau_patience": 2, "patience": None,
+              "batch_size": 4}
     summary = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
                          loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
                          budget=TimeBudget(None), seed=0, max_epochs=8,
@@ -522,3 +524,37 @@ def test_decoder_prelu_is_a_learned_slope_ffn():
     x = torch.tensor([[-2.0] * 8])
     torch.testing.assert_close(acts[0](x), 0.25 * x)
     assert any(p is acts[0].weight for p in net.parameters())
+
+
+def test_byte_dropout_keeps_the_rate_and_the_mean():
+    from autogluon_maya.maya.network import byte_dropout
+
+    torch.manual_seed(0)
+    x = torch.ones(400_000)
+    for p in (0.1, 0.3):
+        y = byte_dropout(x, p, training=True)
+        dropped = (y == 0).float().mean().item()
+        assert abs(dropped - p) < 0.005, (p, dropped)
+        assert abs(y.mean().item() - 1.0) < 0.01  # kept values are scaled up by 1 / keep rate
+    # a rate below the 1/256 grid goes to torch's own dropout instead of being rounded up to 1/256
+    y = byte_dropout(x, 0.001, training=True)
+    assert (y == 0).float().mean().item() < 0.002
+    assert torch.equal(byte_dropout(x, 0.3, training=False), x)
+
+
+def test_patience_spans_at_least_eight_epochs_of_steps_when_an_epoch_is_one_step():
+    """A searched batch of 1,024 on a 40-row table makes every epoch one step; a patience of 4 epochs must
+    then mean 4 x 8 one-step epochs, not 4 steps."""
+    torch.manual_seed(0)
+    x_num = torch.randn(40, 3)
+    y = (x_num[:, 0] > 0).long()
+    net = MayaNetwork(n_num=3, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
+                      hidden_size=8, num_heads=2, num_branch=2, num_layers=1, dropout=0.0)
+    params = {"learning_rate": 1e-3, "weight_decay": 0.0, "patience": 4, "batch_size": 1024,
+              "use_branch_weights": False, "num_branch": 2, "branch_momentum": 0.9, "lr_scheduler": "none"}
+    summary = train_maya(FittedMaya(net), x_num=x_num, x_cat=torch.zeros(40, 0, dtype=torch.long), y_label=y,
+                         y_target=y, sample_weight=None, loss_fn=make_loss("class"), params=params,
+                         device=torch.device("cpu"), budget=TimeBudget(None), seed=0,
+                         val_score_fn=lambda f: 0.5, max_epochs=200)  # never improves after epoch 1
+    assert summary["batch_size"] == 40 and summary["steps"] == summary["epochs"]
+    assert summary["epochs"] == 1 + 4 * 8, summary["epochs"]

@@ -129,7 +129,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             network, task, n_estimators=int(p["n_estimators"]), norm_methods=tuple(p["norm_methods"]),
             softmax_temperature=float(p["softmax_temperature"]), max_context_rows=int(p["max_context_rows"]),
             outlier_threshold=float(p["outlier_threshold"]), random_state=seed, chunk_size=int(p["chunk_size"]),
-            tau=None if tau in (None, "auto") else float(tau), cache_max_mb=float(p["cache_max_mb"]))
+            tau=None if tau in (None, "auto") else float(tau), cache_max_mb=float(p["cache_max_mb"]),
+            wide_features=str(p.get("wide_features", "select")))
         y_np = np.asarray(y)
         ens.fit(X, y_np.astype(np.int64) if task == CLASSIFICATION else y_np.astype(np.float64),
                 n_classes=self.num_classes if task == CLASSIFICATION else None)

@@ -3,8 +3,10 @@ same run (SPEC section 4).  Defaults are the CPU recipe of ``tabswift_reference.
 
 Stage 2 (the paper's long-context stage) differs from stage 1 in the *shape* of its tasks: the row
 count is drawn per batch, log-uniform in ``[min_rows, rows]``, and the batch holds as many tasks as
-``rows_per_step`` allows (so a step costs about the same whatever the draw: short tasks come many to
-a batch, 2,048-row tasks one or two), features go up to F_max, and some tasks get uninformative
+``rows_per_step`` allows, capped at ``batch_size`` tasks (short tasks come many to a batch, 2,048-row
+tasks one or two; below ``rows_per_step / batch_size`` rows -- 256 at the defaults -- the cap binds and
+a step holds fewer rows, and above it attention's cost grows with the row count, so steps are not all
+equal), features go up to F_max, and some tasks get uninformative
 columns.  ``rows`` is the ceiling: 2,048 on CPU serves the default ``max_context_rows``; a GPU user
 asks for ``--rows 20000`` (the paper's stage 2).  ``min_rows`` 16 keeps support sets of ~2-14 rows in
 the prior, the tiny-table regime users bring.

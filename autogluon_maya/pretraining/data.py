@@ -18,7 +18,8 @@ Sources:
 Task sizes (stage 2, ``TaskShape.min_rows``): the row count T of batch ``i`` is drawn log-uniform in
 ``[min_rows, ceiling(i)]`` -- the ceiling grows from ``min_rows`` to ``rows`` over ``ramp_batches``
 when a curriculum is asked for -- and the batch holds ``clip(rows_per_batch // T, 1, batch_size)``
-tasks, so one step costs about the same at 16 rows as at 2,048.  These draws come from their own
+tasks: a step holds about ``rows_per_batch`` rows for T >= rows_per_batch / batch_size, fewer below
+(the task cap binds), and attention's share grows with T.  These draws come from their own
 random stream, so a fixed-size run (stage 1) sees exactly the batches it saw before they existed.
 
 Uninformative columns (``noise_feature_prob``): a task so chosen gets k extra columns, k log-uniform

@@ -72,7 +72,10 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
     rng = np.random.default_rng(seed)
     if score_fn is None:
         eval_every = steps + 1
+    t_eval = time.time()
     best = {"score": score_fn() if score_fn else float("-inf"), "step": 0, "state": copy.deepcopy(net.state_dict())}
+    t_eval = time.time() - t_eval  # a validation pass's duration, re-measured at each pass
+    t_step = 0.0
     history = [(0, best["score"])]
     params = [p for n, p in net.named_parameters() if not n.startswith(("layer_heads", "exit_heads"))]
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
@@ -80,10 +83,15 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
     bad, step, t0 = 0, 0, time.time()
     stop_reason = "steps"
     for step in range(1, steps + 1):
-        if deadline is not None and time.time() > deadline:
+        # a step (and the validation pass due after it) must end by the deadline, not merely start before
+        # it: in a 2-fold bag on a loaded machine a pass begun at the deadline pushed the first fold past
+        # half the bag's limit, and AutoGluon skipped the whole bag
+        due = score_fn is not None and (step % eval_every == 0 or step == steps)
+        if deadline is not None and time.time() + t_step + (t_eval if due else 0.0) > deadline:
             stop_reason = "time"
             step -= 1
             break
+        t_start = time.time()
         net.train()
         opt.zero_grad(set_to_none=True)
         loss = sum(episode_loss(ens, rng, rows, device) for _ in range(episodes_per_step)) / episodes_per_step
@@ -91,10 +99,13 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         sched.step()
-        if score_fn is not None and (step % eval_every == 0 or step == steps):
+        t_step = time.time() - t_start
+        if due:
             net.eval()
             ens.clear_cache()  # weights changed: cached contexts are stale
+            t0_eval = time.time()
             score = score_fn()
+            t_eval = time.time() - t0_eval
             history.append((step, score))
             if score > best["score"]:
                 best, bad = {"score": score, "step": step, "state": copy.deepcopy(net.state_dict())}, 0

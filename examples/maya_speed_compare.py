@@ -25,7 +25,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 
 # runs inside the child, against whichever ``autogluon_maya`` is first on the path
-CHILD = r"""
+# the child's set-up: the same rows, network and loss for every version (maya_under_load.py reuses it)
+CHILD_SETUP = r"""
 import json, sys, time, torch, numpy as np
 from autogluon_maya.common.preprocessing import TabularEncoder, TargetScaler
 from autogluon_maya.common.protocol import load_dataset, p1_split
@@ -47,6 +48,10 @@ net = MayaNetwork(t.x_num.shape[1], enc.cat_cardinalities, out, kind, out if kin
                                        "intermediate_factor", "dropout", "num_decoder_layers", "decoder_dropout")})
 x_num, x_cat, y_t = torch.from_numpy(t.x_num), torch.from_numpy(t.x_cat), torch.from_numpy(yl)
 loss_fn = make_loss(kind)
+"""
+
+# runs inside the child, after the set-up
+CHILD = CHILD_SETUP + r"""
 if args.get("profile"):
     from torch.profiler import profile, ProfilerActivity
     opt = torch.optim.AdamW(net.parameters(), lr=1e-3)
@@ -86,11 +91,11 @@ def unpack(ref: str, into: Path) -> Path:
     return into
 
 
-def run_child(root: Path, args: dict) -> str:
+def run_child(root: Path, args: dict, code: str = None) -> str:
     env = {**os.environ, "PYTHONPATH": str(root)}
     # cwd: ``python -c`` puts the working directory first on sys.path, ahead of PYTHONPATH, so a child
     # started from the repository root would import this checkout whatever ``root`` says
-    res = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], env=env, capture_output=True,
+    res = subprocess.run([sys.executable, "-c", code or CHILD, json.dumps(args)], env=env, capture_output=True,
                          text=True, check=True, cwd=str(root))
     return res.stdout
 

@@ -21,30 +21,14 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "examples"))
-from maya_speed_compare import PARAMS, unpack  # noqa: E402
+from maya_speed_compare import CHILD_SETUP, PARAMS, run_child, unpack  # noqa: E402
 
-CHILD = r"""
-import inspect, json, sys, time, torch, numpy as np
-from autogluon_maya.common.preprocessing import TabularEncoder
-from autogluon_maya.common.protocol import load_dataset, p1_split
-from autogluon_maya.common.training import TimeBudget
-from autogluon_maya.maya.network import MayaNetwork
-from autogluon_maya.maya.trainer import FittedMaya, make_loss, train_maya
-args = json.loads(sys.argv[1])
-torch.set_num_threads(args["threads"]); torch.manual_seed(0)
-ds = load_dataset(args["data"]); train, _, _ = p1_split(ds, 0)
-X, y = train.drop(columns=[ds.target]), train[ds.target]
-enc = TabularEncoder().fit(X); t = enc.transform(X)
-yl = y.astype("category").cat.codes.to_numpy().astype(np.int64); k = int(yl.max()) + 1
-p = args["params"]
-net = MayaNetwork(t.x_num.shape[1], enc.cat_cardinalities, k, "class", k,
-                  **{q: p[q] for q in ("hidden_size", "num_heads", "num_branch", "num_layers",
-                                       "intermediate_factor", "dropout", "num_decoder_layers", "decoder_dropout")})
-x_num, x_cat, y_t = torch.from_numpy(t.x_num), torch.from_numpy(t.x_cat), torch.from_numpy(yl)
+CHILD = CHILD_SETUP + r"""
+import inspect
 extra = {"num_threads": args["threads"]} if "num_threads" in inspect.signature(train_maya).parameters else {}
 t0 = time.perf_counter()
 s = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y_t, y_target=y_t, sample_weight=None,
-               loss_fn=make_loss("class"), params=p, device=torch.device("cpu"), budget=TimeBudget(None), seed=0,
+               loss_fn=loss_fn, params=p, device=torch.device("cpu"), budget=TimeBudget(None), seed=0,
                val_score_fn=None, max_epochs=args["epochs"], **extra)
 import autogluon_maya
 print(json.dumps({"wall_s": time.perf_counter() - t0, "epochs": s["epochs"], "module": autogluon_maya.__file__,
@@ -55,10 +39,7 @@ BUSY = "import torch, time\ntorch.set_num_threads(1)\na = torch.randn(512, 512)\
 
 
 def run(root: Path, args: dict) -> dict:
-    import os
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], env=env, cwd=str(root),
-                         capture_output=True, text=True, check=True).stdout
+    out = run_child(root, args, CHILD)
     res = json.loads(out.strip().splitlines()[-1])
     assert res["module"].startswith(str(root)), res["module"]
     return res

@@ -63,6 +63,10 @@ def backbone_loss(net: TabSwiftNetwork, batch: Dict[str, torch.Tensor]) -> Dict[
     return parts
 
 
+#: regression "agreement" of a layer with the final layer, in standard deviations of the targets
+EXIT_TOLERANCE = 0.1
+
+
 def exit_targets(layer_preds: List[torch.Tensor], final: torch.Tensor, task: str, n_classes: torch.Tensor,
                  tolerance: float) -> List[torch.Tensor]:
     """1.0 where layer e's prediction agrees with the final layer's, per query (no gradient)."""
@@ -73,7 +77,7 @@ def exit_targets(layer_preds: List[torch.Tensor], final: torch.Tensor, task: str
         return [((p.float() - final.float()).abs() <= tolerance).float() for p in layer_preds]
 
 
-def exit_loss(net: TabSwiftNetwork, batch: Dict[str, torch.Tensor], tolerance: float = 0.1) -> Dict[str, torch.Tensor]:
+def exit_loss(net: TabSwiftNetwork, batch: Dict[str, torch.Tensor], tolerance: float = EXIT_TOLERANCE) -> Dict[str, torch.Tensor]:
     """Stage 3 loss: per-layer head losses + exit BCE, averaged over the exit layers."""
     xs, xq, n = _split(batch)
     parts: Dict[str, torch.Tensor] = {}

@@ -126,29 +126,32 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
 
 
 EXIT_LR = 1e-3            # per-layer and exit heads only (pretraining stage 3 uses the same peak rate)
-EXIT_TOLERANCE = 0.1      # regression "agreement", in standard deviations of the support targets
 
 
 def exit_episode_loss(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int, device) -> Dict[str, torch.Tensor]:
     """Stage-3 loss on one episode of the user's rows: each exit layer's prediction head gets the task
     loss, each exit head a BCE on "this layer already agrees with the final layer" (pretraining/losses.py)."""
+    # the same per-layer task loss and agreement targets as pretraining stage 3 (imported here: the
+    # pretraining package is only needed once early exit is retrained)
+    from ..pretraining.losses import EXIT_TOLERANCE, exit_targets, task_loss
+
     xs, ys, xq, yq = _episode(ens, rng, rows)
     net = ens.network
     t = lambda a, dt=torch.float32: torch.as_tensor(a, dtype=dt, device=device)  # noqa: E731
     if ens.task == CLASSIFICATION:
-        C = ens.n_classes_
+        n_classes = torch.tensor([ens.n_classes_], device=device)
         out = net(t(xs), t(ys, torch.long), t(xq), CLASSIFICATION, return_layers=True)
         target = t(yq, torch.long)
-        final = out.prediction[:, :C].detach().float().argmax(-1)
-        head = [F.cross_entropy(p[:, :C].float(), target) for p in out.layer_predictions]
-        agree = [(p[:, :C].detach().argmax(-1) == final).float() for p in out.layer_predictions]
     else:
+        n_classes = torch.tensor([0], device=device)
         mean, std = ys.mean(), ys.std() if ys.std() > 1e-12 else 1.0
         out = net(t(xs), t((ys - mean) / std), t(xq), ens.task, return_layers=True)
         target = t((yq - mean) / std)
-        final = out.prediction.detach().float()
-        head = [F.mse_loss(p.float(), target) + F.l1_loss(p.float(), target) for p in out.layer_predictions]
-        agree = [((p.detach().float() - final).abs() <= EXIT_TOLERANCE).float() for p in out.layer_predictions]
+    # one episode is a batch of one task for the shared losses
+    layers = [p.unsqueeze(0) for p in out.layer_predictions]
+    head = [sum(task_loss(p, target.unsqueeze(0), ens.task, n_classes).values()) for p in layers]
+    agree = [a[0] for a in exit_targets(layers, out.prediction.detach().unsqueeze(0), ens.task, n_classes,
+                                        EXIT_TOLERANCE)]
     bce = [F.binary_cross_entropy_with_logits(s.float(), a) for s, a in zip(out.exit_logits, agree)]
     return {"loss": torch.stack(head).mean() + torch.stack(bce).mean(),
             "agreement": torch.stack([a.mean() for a in agree]).mean()}

@@ -60,41 +60,38 @@ PathLike = Union[str, os.PathLike]
 RELEASED_FORMAT = "LAMDA-Tabular/TabSwift swift.ckpt"
 CACHE_ENV = "AUTOGLUON_MAYA_CACHE"
 
-_BLOCK = r"icl_predictor\.tf_icl\.blocks\.(\d+)\."
-#: (released key pattern, our key template): every released tensor must match exactly one rule
-KEY_RULES: List[Tuple[re.Pattern, str]] = [(re.compile(p + r"\Z"), t) for p, t in [
-    (r"x_linear\.(weight|bias)", r"row_embedding.proj.\1"),
-    (r"icl_predictor\.tf_icl\.register_token_values", "registers"),
-    (_BLOCK + r"attn\.in_proj_(weight|bias)", r"blocks.\1.qkv.\2"),
-    (_BLOCK + r"attn\.out_proj\.(weight|bias)", r"blocks.\1.out.\2"),
-    (_BLOCK + r"attn\.gate_proj[._](weight|bias)", r"blocks.\1.gate.\2"),
-    (_BLOCK + r"linear1\.(weight|bias)", r"blocks.\1.ffn.0.\2"),
-    (_BLOCK + r"linear2\.(weight|bias)", r"blocks.\1.ffn.2.\2"),
-    (_BLOCK + r"(norm1|norm2)\.(weight|bias)", r"blocks.\1.\2.\3"),
-    (r"icl_predictor\.ln\.(weight|bias)", r"head.norm.\1"),
-    (r"icl_predictor\.y_encoder\.(weight|bias)", r"label_encoders.classes.\1"),
-    (r"icl_predictor\.y_encoder_reg\.(weight|bias)", r"label_encoders.target.\1"),
-    (r"icl_predictor\.decoder\.(0|2)\.(weight|bias)", r"head.cls.\1.\2"),
-    (r"icl_predictor\.reg_decoder\.(0|2)\.(weight|bias)", r"head.reg.\1.\2"),
-]]
+#: (released name, our name) for every tensor, with placeholders; both directions of the mapping are
+#: derived from this one table, so the two can never disagree
+_B = "icl_predictor.tf_icl.blocks.{i}."
+NAME_PAIRS: List[Tuple[str, str]] = [
+    ("x_linear.{p}", "row_embedding.proj.{p}"),
+    ("icl_predictor.tf_icl.register_token_values", "registers"),
+    (_B + "attn.in_proj_{p}", "blocks.{i}.qkv.{p}"),
+    (_B + "attn.out_proj.{p}", "blocks.{i}.out.{p}"),
+    (_B + "attn.gate_proj{sep}{p}", "blocks.{i}.gate.{p}"),
+    (_B + "linear1.{p}", "blocks.{i}.ffn.0.{p}"),
+    (_B + "linear2.{p}", "blocks.{i}.ffn.2.{p}"),
+    (_B + "{n}.{p}", "blocks.{i}.{n}.{p}"),
+    ("icl_predictor.ln.{p}", "head.norm.{p}"),
+    ("icl_predictor.y_encoder.{p}", "label_encoders.classes.{p}"),
+    ("icl_predictor.y_encoder_reg.{p}", "label_encoders.target.{p}"),
+    ("icl_predictor.decoder.{k}.{p}", "head.cls.{k}.{p}"),
+    ("icl_predictor.reg_decoder.{k}.{p}", "head.reg.{k}.{p}"),
+]
+# what each placeholder matches; the gate projection's key is spelled either way in the sources we read
+_SLOTS = {"i": r"\d+", "p": "weight|bias", "n": "norm1|norm2", "k": "0|2", "sep": "[._]"}
+_CANONICAL = {"sep": "."}  # the spelling named in error messages
 
-#: our key pattern -> the released key it comes from (canonical spelling; for error messages)
-_OURS = r"blocks\.(\d+)\."
-_RELEASED_NAMES: List[Tuple[re.Pattern, str]] = [(re.compile(p + r"\Z"), t) for p, t in [
-    (r"row_embedding\.proj\.(weight|bias)", r"x_linear.\1"),
-    (r"registers", "icl_predictor.tf_icl.register_token_values"),
-    (_OURS + r"qkv\.(weight|bias)", r"icl_predictor.tf_icl.blocks.\1.attn.in_proj_\2"),
-    (_OURS + r"out\.(weight|bias)", r"icl_predictor.tf_icl.blocks.\1.attn.out_proj.\2"),
-    (_OURS + r"gate\.(weight|bias)", r"icl_predictor.tf_icl.blocks.\1.attn.gate_proj.\2"),
-    (_OURS + r"ffn\.0\.(weight|bias)", r"icl_predictor.tf_icl.blocks.\1.linear1.\2"),
-    (_OURS + r"ffn\.2\.(weight|bias)", r"icl_predictor.tf_icl.blocks.\1.linear2.\2"),
-    (_OURS + r"(norm1|norm2)\.(weight|bias)", r"icl_predictor.tf_icl.blocks.\1.\2.\3"),
-    (r"head\.norm\.(weight|bias)", r"icl_predictor.ln.\1"),
-    (r"label_encoders\.classes\.(weight|bias)", r"icl_predictor.y_encoder.\1"),
-    (r"label_encoders\.target\.(weight|bias)", r"icl_predictor.y_encoder_reg.\1"),
-    (r"head\.cls\.(0|2)\.(weight|bias)", r"icl_predictor.decoder.\1.\2"),
-    (r"head\.reg\.(0|2)\.(weight|bias)", r"icl_predictor.reg_decoder.\1.\2"),
-]]
+
+def _pattern(template: str) -> re.Pattern:
+    parts = re.split(r"\{(\w+)\}", template)  # literal, slot, literal, slot, ...
+    return re.compile("".join(re.escape(x) if j % 2 == 0 else f"(?P<{x}>{_SLOTS[x]})"
+                              for j, x in enumerate(parts)) + r"\Z")
+
+
+#: (released key pattern, our key template): every released tensor must match exactly one rule
+KEY_RULES: List[Tuple[re.Pattern, str]] = [(_pattern(rel), ours) for rel, ours in NAME_PAIRS]
+_RELEASED_NAMES: List[Tuple[re.Pattern, str]] = [(_pattern(ours), rel) for rel, ours in NAME_PAIRS]
 
 #: config keys the network needs; and keys inherited from TabICL that build nothing in TabSwift
 REQUIRED_CONFIG = ("max_classes", "max_dim", "embed_dim", "icl_num_blocks", "icl_nhead", "ff_factor",
@@ -177,7 +174,7 @@ def our_key(released_key: str) -> Optional[str]:
     for pattern, template in KEY_RULES:
         m = pattern.match(released_key)
         if m:
-            return m.expand(template)
+            return template.format(**m.groupdict())
     return None
 
 
@@ -186,7 +183,7 @@ def released_name(key: str) -> str:
     for pattern, template in _RELEASED_NAMES:
         m = pattern.match(key)
         if m:
-            return m.expand(template)
+            return template.format(**{**_CANONICAL, **m.groupdict()})
     return key
 
 

@@ -5,6 +5,8 @@
     python examples/pretraining_campaign.py export NAME   # stage 3 on the current weights -> a candidate
     python examples/pretraining_campaign.py snapshot # copy logs + current weights into the repo (commit them)
     python examples/pretraining_campaign.py evaluate # held-out loss now vs the shipped checkpoint (~1 min)
+    python examples/pretraining_campaign.py judge --candidate-results A.jsonl --shipped-results B.jsonl
+                                                     # campaign.md's adoption rules 1-3 on two zero-shot runs
 
 (``examples/pretrain_tabswift.sh campaign|status|export|snapshot`` calls this.)
 
@@ -133,14 +135,19 @@ def cmd_status(run: Path) -> None:
             print({k: r.get(k) for k in keys})
 
 
-def cmd_export(run: Path, name: str, stage3_steps: int, stage3_time: float) -> None:
-    """Backbone of the latest leg (its last state.pt) + a fresh stage 3 -> runs/.../candidates/NAME."""
+def cmd_export(run: Path, name: str, stage3_steps: int, stage3_time: float, leg: Optional[str] = None) -> None:
+    """Backbone of the latest leg, or of ``leg`` (its last state.pt), + a fresh stage 3 -> runs/.../candidates/NAME.
+
+    ``leg`` matters once ``run`` has moved on: a finished leg's end-of-schedule weights are a better
+    candidate than the next leg's first (warmup) steps."""
     from autogluon_maya.pretraining.config import PretrainConfig
     from autogluon_maya.pretraining.trainer import export_from_state, train
 
     legs = local_legs(run)
+    if leg is not None:
+        legs = [d for d in legs if d.name == leg]
     if not legs:
-        raise SystemExit(f"no local leg under {run}: nothing to export (run the campaign first)")
+        raise SystemExit(f"no local leg {leg or ''} under {run}: nothing to export (run the campaign first)")
     out = run / "candidates" / name
     backbone = out / "backbone"
     out.mkdir(parents=True, exist_ok=True)
@@ -179,6 +186,55 @@ def cmd_evaluate(run: Path) -> None:
                       "held_out_shipped": {k: round(v, 4) for k, v in shipped.items()}}, indent=2))
 
 
+def zero_shot_scores(path: Path, model: str = "TABSWIFT") -> Dict[str, tuple]:
+    """{dataset: (primary metric, higher_is_better)} of ``model``'s ok rows in a zero-shot suite's results.jsonl."""
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        if r["model"] != model or r.get("status") != "ok":
+            continue
+        higher = r["task"] != "regression"
+        out[r["dataset"]] = (float(r["accuracy"] if higher else r["rmse"]), higher)
+    return out
+
+
+def judge(candidate: Path, shipped: Path, baselines: Path) -> Dict:
+    """The adoption rule of ``campaign.md`` (rules 1-3; rule 4 is the test suite), applied to two runs of
+    ``tabswift_zero_shot.py --models TABSWIFT`` (the candidate's and the shipped checkpoint's, same code)
+    and the other models' rows of the committed suite."""
+    cand, ship = zero_shot_scores(candidate), zero_shot_scores(shipped)
+    others = {m: zero_shot_scores(baselines, m) for m in ("TABSWIFT@finetuned", "LR", "KNN", "GBM", "CAT")}
+    rows, better, worse, drops = [], 0, 0, []
+    wins = {"cand": {"LR": 0, "KNN": 0}, "ship": {"LR": 0, "KNN": 0}}
+    ranks = []
+    for ds in sorted(set(cand) & set(ship)):
+        (c, higher), (s_, _) = cand[ds], ship[ds]
+        sign = 1.0 if higher else -1.0
+        better += sign * (c - s_) > 0
+        worse += sign * (c - s_) < 0
+        drop = (s_ - c) if higher else (c - s_) / s_  # accuracy points, or relative RMSE
+        drops.append((drop, ds))
+        for who, v in (("cand", c), ("ship", s_)):
+            for m in ("LR", "KNN"):
+                if ds in others[m] and sign * (v - others[m][ds][0]) > 0:
+                    wins[who][m] += 1
+        field = [c] + [others[m][ds][0] for m in others if ds in others[m]]
+        ranks.append(1 + sum(sign * (f - c) > 0 for f in field[1:]) + 0.5 * sum(f == c for f in field[1:]))
+        rows.append({"dataset": ds, "candidate": c, "shipped": s_, "metric": "accuracy" if higher else "rmse",
+                     "LR": others["LR"].get(ds, (None,))[0], "KNN": others["KNN"].get(ds, (None,))[0]})
+    worst = max(drops) if drops else (0.0, "")
+    limit_ok = all((d <= 0.02) if cand[ds][1] else (d <= 0.05) for d, ds in drops)
+    verdict = {"n": len(rows), "better": int(better), "worse": int(worse),
+               "largest_drop": f"{worst[1]} {worst[0]:+.4f}", "wins_vs_lr": wins["cand"]["LR"],
+               "wins_vs_knn": wins["cand"]["KNN"], "shipped_wins_vs_lr": wins["ship"]["LR"],
+               "shipped_wins_vs_knn": wins["ship"]["KNN"],
+               "avg_rank_zero_shot": round(float(sum(ranks) / max(1, len(ranks))), 2),
+               "rule1": better >= 6, "rule2": limit_ok,
+               "rule3": wins["cand"]["LR"] >= wins["ship"]["LR"] and wins["cand"]["KNN"] >= wins["ship"]["KNN"]}
+    verdict["adopt_if_tests_pass"] = verdict["rule1"] and verdict["rule2"] and verdict["rule3"]
+    return {"verdict": verdict, "rows": rows}
+
+
 def cmd_snapshot(run: Path) -> None:
     """Logs of every local leg + the latest weights into examples/results/pretraining/campaign/."""
     from autogluon_maya.pretraining.trainer import export_from_state, plot_losses
@@ -204,13 +260,18 @@ def cmd_snapshot(run: Path) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", choices=("run", "status", "export", "snapshot", "evaluate"))
+    p.add_argument("command", choices=("run", "status", "export", "snapshot", "evaluate", "judge"))
     p.add_argument("name", nargs="?", help="export: the candidate's name")
     p.add_argument("--run-dir", default=str(REPO / "runs" / "campaign"))
     p.add_argument("--leg-steps", type=int, default=6000, help="cosine horizon of a new leg")
     p.add_argument("--hours", type=float, default=None, help="run: stop (resumable) after this many hours")
     p.add_argument("--stage3-steps", type=int, default=300)
     p.add_argument("--stage3-time", type=float, default=420.0)
+    p.add_argument("--candidate-results", help="judge: results.jsonl of the candidate's zero-shot TABSWIFT run")
+    p.add_argument("--shipped-results", help="judge: results.jsonl of the shipped checkpoint's run (same code)")
+    p.add_argument("--baseline-results", default=str(REPO / "examples" / "results" / "tabswift_zero_shot" / "results.jsonl"),
+                   help="judge: the committed suite (LR, KNN, GBM, CAT, fine-tuned rows)")
+    p.add_argument("--leg", default=None, help="export: the leg to export (default: the latest), e.g. leg1")
     a = p.parse_args(argv)
     run = Path(a.run_dir)
     if a.command == "run":
@@ -219,10 +280,12 @@ def main(argv=None) -> None:
         cmd_status(run)
     elif a.command == "evaluate":
         cmd_evaluate(run)
+    elif a.command == "judge":
+        print(json.dumps(judge(Path(a.candidate_results), Path(a.shipped_results), Path(a.baseline_results)), indent=2))
     elif a.command == "export":
         if not a.name:
             sys.exit("export needs a candidate name")
-        cmd_export(run, a.name, a.stage3_steps, a.stage3_time)
+        cmd_export(run, a.name, a.stage3_steps, a.stage3_time, a.leg)
     else:
         cmd_snapshot(run)
 

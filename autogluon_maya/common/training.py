@@ -81,14 +81,17 @@ class BestCheckpoint:
         self.best_state: Optional[Dict[str, torch.Tensor]] = None
         self.epochs_without_improvement = 0
 
-    def update(self, score: float, epoch: int, module: torch.nn.Module) -> bool:
-        """Record an epoch's validation score; returns True if it is the new best."""
+    def update(self, score: float, epoch: int, module: torch.nn.Module, epochs_since_last: int = 1) -> bool:
+        """Record an epoch's validation score; returns True if it is the new best.
+
+        ``epochs_since_last``: epochs trained since the previous validation, so that patience keeps
+        counting epochs when validation runs only every few epochs."""
         if np.isfinite(score) and (self.best_state is None or score > self.best_score):
             self.best_score, self.best_epoch = float(score), epoch
             self.best_state = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
             self.epochs_without_improvement = 0
             return True
-        self.epochs_without_improvement += 1
+        self.epochs_without_improvement += max(1, int(epochs_since_last))
         return False
 
     def should_stop(self) -> bool:

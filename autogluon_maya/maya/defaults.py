@@ -36,7 +36,8 @@ DEFAULT_PARAMS = {
     "early_stopping": True,
     "adaptive_threads": True,  # CPU: time 1 vs num_cpus threads and keep the faster (see README)
     "train_context_size": 0,
-    "patience": 16,
+    "patience": 16,  # epochs without a better validation score
+    "validation_every": "auto",  # epochs between validation passes; auto keeps them under ~15 % of the time
     # preprocessing / inference
     "quantile_transform": True,
     "predict_chunk_size": 1024,

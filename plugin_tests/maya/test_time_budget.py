@@ -95,3 +95,39 @@ def test_tables_wider_than_max_features_are_declined_up_front(tmp_path):
         model.fit(X=X, y=y, num_cpus=1, num_gpus=0)
     assert time.time() - t0 < 5  # declined before any training
     assert "ConstraintViolation" in type(info.value).__name__
+
+
+def _cadence_fit(validation_every, patience=4, max_epochs=12):
+    """A small fit whose validation score never improves: early stopping decides when it ends."""
+    x_num, x_cat, y = _data(n=256)
+    net = MayaNetwork(n_num=8, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
+                      hidden_size=16, num_heads=2, num_branch=1, num_layers=1)
+    params = {"learning_rate": 1e-3, "weight_decay": 0.0, "patience": patience, "batch_size": 32,
+              "use_branch_weights": False, "num_branch": 1, "branch_momentum": 0.9,
+              "validation_every": validation_every, "lr_scheduler": "none"}
+    return train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
+                      loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
+                      budget=TimeBudget(None), seed=0, max_epochs=max_epochs, val_score_fn=lambda f: 0.5)
+
+
+def test_validation_every_k_epochs_keeps_patience_in_epochs():
+    every_epoch = _cadence_fit(1)
+    assert [h[0] for h in every_epoch["history"]] == [1, 2, 3, 4, 5], every_epoch["history"]
+    every_second = _cadence_fit(2)
+    # passes at epochs 1, 3, 5: four epochs without improvement after the best (epoch 1) -> stop at 5
+    assert [h[0] for h in every_second["history"]] == [1, 3, 5], every_second["history"]
+    assert every_second["epochs"] == 5 and every_second["stop_reason"] == "early stopping", every_second
+    # the last epoch is always validated, whatever the cadence
+    assert _cadence_fit(3, patience=None, max_epochs=5)["history"][-1][0] == 5
+
+
+def test_auto_cadence_keeps_validation_a_small_share_of_the_time():
+    from autogluon_maya.maya.trainer import MAX_VALIDATION_EVERY, VALIDATION_SHARE, validation_cadence
+
+    assert validation_cadence("auto", 0.1, 10.0) == 1  # cheap validation: every epoch
+    assert validation_cadence(2, 0.1, 10.0) == 2  # an explicit cadence is used as given
+    for val_s, train_s in ((1.8, 3.7), (1.0, 4.0), (0.9, 3.0)):
+        k = validation_cadence("auto", val_s, train_s)
+        assert val_s / k <= VALIDATION_SHARE * train_s * (1 + 1e-9) or k == MAX_VALIDATION_EVERY, (val_s, train_s, k)
+        assert k == 1 or val_s / (k - 1) > VALIDATION_SHARE * train_s, (val_s, train_s, k)  # smallest such k
+    assert validation_cadence("auto", 100.0, 1.0) == MAX_VALIDATION_EVERY

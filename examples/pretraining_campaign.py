@@ -7,6 +7,7 @@
     python examples/pretraining_campaign.py evaluate # held-out loss now vs the shipped checkpoint (~1 min)
     python examples/pretraining_campaign.py judge --candidate-results A.jsonl --shipped-results B.jsonl
                                                      # campaign.md's adoption rules 1-3 on two zero-shot runs
+    python examples/pretraining_campaign.py adopt NAME  # candidate -> the package's checkpoint, lineage recorded
 
 (``examples/pretrain_tabswift.sh campaign|status|export|snapshot`` calls this.)
 
@@ -235,6 +236,38 @@ def judge(candidate: Path, shipped: Path, baselines: Path) -> Dict:
     return {"verdict": verdict, "rows": rows}
 
 
+SHIPPED_LINEAGE = [  # how the first shipped checkpoint was made (session 2; examples/results/pretraining/stage1*)
+    {"step": "stage 1 (a, b, c) + stage 3", "tasks": 56000, "train_hours": 1.06,
+     "rows": "<= 230 support rows, mostly <= 40 features"}]
+
+
+def cmd_adopt(run: Path, name: str) -> None:
+    """Copy candidate NAME into the package as the shipped checkpoint, with its whole lineage in the metadata
+    (the fit log prints it).  Only after campaign.md's rule holds for it: see ``judge``."""
+    from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
+
+    cand = run / "candidates" / name
+    record = json.loads((cand / "record.json").read_text())
+    info = json.loads((cand / "tabswift_small.json").read_text())
+    previous = json.loads(SHIPPED_CHECKPOINT.with_suffix(".json").read_text()).get("metadata", {}).get("lineage")
+    lineage = list(previous or SHIPPED_LINEAGE)
+    legs = ledger()["legs"]
+    for leg, rec in sorted(legs.items(), key=lambda kv: int(kv[0][3:])):
+        if leg == record["leg"] or (previous is None and int(leg[3:]) < int(record["leg"][3:])):
+            rec = leg_record(run / leg) if (run / leg / "state.pt").exists() else rec
+            lineage.append({"step": f"stage 2, campaign {leg}", "tasks": rec["tasks"],
+                            "train_hours": rec["train_hours"], "rows": "16..2,048 rows per task, <= 100 features"})
+    t = info["metadata"]["training"]
+    lineage.append({"step": "stage 3 (exit heads)", "tasks": t["tasks_seen"], "train_hours": t["train_hours"],
+                    "rows": f"{t['recipe']['rows']} rows"})
+    info["metadata"]["lineage"] = lineage
+    info["metadata"]["candidate"] = {"name": name, "exported_at": record["exported_at"],
+                                     "cumulative_train_hours": record["cumulative_train_hours"]}
+    shutil.copy2(cand / "tabswift_small.safetensors", SHIPPED_CHECKPOINT.with_suffix(".safetensors"))
+    SHIPPED_CHECKPOINT.with_suffix(".json").write_text(json.dumps(info, indent=2) + "\n")
+    print(json.dumps(lineage, indent=2))
+
+
 def cmd_snapshot(run: Path) -> None:
     """Logs of every local leg + the latest weights into examples/results/pretraining/campaign/."""
     from autogluon_maya.pretraining.trainer import export_from_state, plot_losses
@@ -260,7 +293,7 @@ def cmd_snapshot(run: Path) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", choices=("run", "status", "export", "snapshot", "evaluate", "judge"))
+    p.add_argument("command", choices=("run", "status", "export", "snapshot", "evaluate", "judge", "adopt"))
     p.add_argument("name", nargs="?", help="export: the candidate's name")
     p.add_argument("--run-dir", default=str(REPO / "runs" / "campaign"))
     p.add_argument("--leg-steps", type=int, default=6000, help="cosine horizon of a new leg")
@@ -280,6 +313,10 @@ def main(argv=None) -> None:
         cmd_status(run)
     elif a.command == "evaluate":
         cmd_evaluate(run)
+    elif a.command == "adopt":
+        if not a.name:
+            sys.exit("adopt needs a candidate name")
+        cmd_adopt(run, a.name)
     elif a.command == "judge":
         print(json.dumps(judge(Path(a.candidate_results), Path(a.shipped_results), Path(a.baseline_results)), indent=2))
     elif a.command == "export":

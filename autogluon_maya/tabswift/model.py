@@ -42,8 +42,14 @@ def describe_checkpoint(path) -> str:
 
     info = read_checkpoint_info(path)
     c, t = info["config"], info.get("metadata", {}).get("training", {})
+    lineage = info.get("metadata", {}).get("lineage")
     text = f"{Path(path).name}: {c['n_layers']} layers, d={c['d_model']}, {c['n_registers']} registers"
-    if t:
+    if lineage:  # every stage it went through, not only the last one
+        tasks, hours = sum(s["tasks"] for s in lineage), sum(s["train_hours"] for s in lineage)
+        text += (f"; pretrained by autogluon_maya.pretraining on {tasks:,} synthetic tasks in {hours:.2f} h "
+                 f"on {t.get('hardware', 'CPU')}: " + "; ".join(
+                     f"{s['step']}: {s['tasks']:,} tasks, {s['train_hours']:.2f} h ({s['rows']})" for s in lineage))
+    elif t:
         text += (f"; pretrained by autogluon_maya.pretraining, stage {t.get('stage')}, {t.get('steps_done')} steps, "
                  f"{t.get('tasks_seen')} synthetic tasks, {t.get('train_hours')} h on {t.get('hardware')}")
     source = info.get("metadata", {}).get("source", {})

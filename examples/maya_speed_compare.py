@@ -66,10 +66,19 @@ if args.get("profile"):
         for i in range(10): step(i)
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
     sys.exit(0)
+val_score_fn = None
+if args.get("validation"):  # score P1's validation rows as a fit does, under each version's own policy
+    _, val, _ = p1_split(ds, 0)
+    tv = enc.transform(val.drop(columns=[ds.target]))
+    vx_num, vx_cat = torch.from_numpy(tv.x_num), torch.from_numpy(tv.x_cat)
+    vy = val[ds.target].to_numpy()
+    def val_score_fn(f):
+        raw = f.predict_raw(vx_num, vx_cat, 1024)
+        return -float(np.mean((raw.view(-1).numpy() - TargetScaler(y).transform(vy)) ** 2))
 w0, c0 = time.perf_counter(), time.process_time()
 s = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y_t, y_target=y_t, sample_weight=None,
                loss_fn=loss_fn, params=p, device=torch.device("cpu"), budget=TimeBudget(None), seed=0,
-               val_score_fn=None, max_epochs=args["epochs"])
+               val_score_fn=val_score_fn, max_epochs=args["epochs"])
 wall, cpu = time.perf_counter() - w0, time.process_time() - c0
 rows = s["epochs"] * len(x_num)
 import autogluon_maya
@@ -107,6 +116,10 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--validation", action="store_true",
+                    help="validate on P1's validation rows as a fit does (each version by its own policy: "
+                         "172ea17 after every epoch, this checkout every k epochs); the rows/s then count "
+                         "validation time too.  Regression datasets only.")
     ap.add_argument("--out", default=str(REPO / "examples" / "results" / "maya_throughput"))
     args = ap.parse_args()
     out = Path(args.out)
@@ -117,13 +130,14 @@ def main():
         for threads in args.threads:
             for r in range(args.repeats):
                 for name, root in versions.items():
-                    child = {"data": args.data, "threads": threads, "epochs": args.epochs, "params": PARAMS}
+                    child = {"data": args.data, "threads": threads, "epochs": args.epochs, "params": PARAMS,
+                             "validation": args.validation}
                     m = json.loads(run_child(root, child).strip().splitlines()[-1])
                     assert m["module"].startswith(str(root)), (name, m["module"])  # the version it claims
                     rows.append({"version": name, "threads": threads, "repeat": r,
                                  "rows_per_wall_s": m["rows"] / m["wall_s"], "rows_per_cpu_s": m["rows"] / m["cpu_s"]})
                     print(rows[-1], flush=True)
-        for name, root in versions.items():
+        for name, root in versions.items() if not args.validation else ():
             prof = run_child(root, {"data": args.data, "threads": 1, "epochs": 1, "params": PARAMS, "profile": True})
             tag = "baseline" if name.startswith("baseline") else "current"
             (out / f"profile_{tag}.txt").write_text(f"# {name}, 1 thread, 10 training steps at batch 256\n" + prof)
@@ -135,9 +149,13 @@ def main():
         summary.append({"threads": threads, **{f"{v} {k}": med[v][k] for v in versions for k in med[v]},
                         "ratio_wall": med["this checkout"]["rows_per_wall_s"] / med[base]["rows_per_wall_s"],
                         "ratio_cpu": med["this checkout"]["rows_per_cpu_s"] / med[base]["rows_per_cpu_s"]})
-    (out / "speed.json").write_text(json.dumps({"params": PARAMS, "data": Path(args.data).name,
+    tag = "_with_validation" if args.validation else ""
+    (out / f"speed{tag}.json").write_text(json.dumps({"params": PARAMS, "data": Path(args.data).name,
+                                                     "validation": args.validation,
                                                 "runs": rows, "summary": summary}, indent=2))
-    md = [f"MAYA training speed on {Path(args.data).name} ({args.epochs} epochs, batch 256, default size; "
+    what = ("validation on P1's validation rows included, each version by its own policy" if args.validation
+            else "no validation")
+    md = [f"MAYA training speed on {Path(args.data).name} ({args.epochs} epochs, batch 256, default size, {what}; "
           f"median of {args.repeats} alternating runs). Rows per second of wall-clock and of CPU time.", "",
           "| threads | baseline rows/s (wall) | current rows/s (wall) | ratio (wall) | baseline rows/CPU-s | "
           "current rows/CPU-s | ratio (CPU) |", "|---:|---:|---:|---:|---:|---:|---:|"]
@@ -145,7 +163,7 @@ def main():
         md.append(f"| {s['threads']} | {s[base + ' rows_per_wall_s']:.0f} | {s['this checkout rows_per_wall_s']:.0f} | "
                   f"{s['ratio_wall']:.2f} | {s[base + ' rows_per_cpu_s']:.0f} | {s['this checkout rows_per_cpu_s']:.0f} | "
                   f"{s['ratio_cpu']:.2f} |")
-    (out / "speed.md").write_text("\n".join(md) + "\n")
+    (out / f"speed{tag}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
 

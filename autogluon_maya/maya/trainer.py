@@ -107,6 +107,8 @@ def validation_cadence(setting, validation_seconds: float, epoch_train_seconds: 
         return 1
     k = int(np.ceil(validation_seconds / (VALIDATION_SHARE * epoch_train_seconds) - 1e-9))
     return int(min(MAX_VALIDATION_EVERY, max(1, k)))
+
+
 AUTO_BATCH_SIZE = 256
 AUTO_ROWS_PER_CLASS = 32
 

@@ -22,6 +22,14 @@ def test_shipped_checkpoint_loads_and_describes_itself():
     assert net.n_exit_layers == net.config.n_layers - 1  # early exit heads are part of the shipped model
     text = describe_checkpoint(SHIPPED_CHECKPOINT)
     assert "pretrained by autogluon_maya.pretraining" in text and "synthetic tasks" in text
+    # the log names every stage the shipped weights went through, with the totals, not only the last stage
+    import json
+
+    lineage = json.loads(SHIPPED_CHECKPOINT.with_suffix(".json").read_text())["metadata"]["lineage"]
+    assert len(lineage) >= 3 and any("stage 2" in s["step"] for s in lineage), lineage
+    for stage in lineage:
+        assert f"{stage['step']}: {stage['tasks']:,} tasks" in text, (stage, text)
+    assert f"on {sum(s['tasks'] for s in lineage):,} synthetic tasks" in text, text
 
 
 def test_verify_model_all_problem_types():

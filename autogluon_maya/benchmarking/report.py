@@ -152,7 +152,7 @@ def write_report(out: str | Path, tolerance: float = 0.0, alpha: float = 0.05,
     plots.pama_bar(pama_pct, paths["pama.png"], tolerance, len(primary.values))
     plots.cd_diagram(cd, paths["cd_diagram.png"])
     points = []
-    if not primary.values.empty:
+    if not primary.values.empty and "fit_s" in df:  # only successful fits write their timings
         fit = df[df["ok"]].assign(fit_s=lambda d: pd.to_numeric(d["fit_s"], errors="coerce"))
         fit = fit.groupby(["dataset", "label"])["fit_s"].mean()
         for dataset in primary.values.index:

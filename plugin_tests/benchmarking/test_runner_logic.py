@@ -232,3 +232,16 @@ def test_report_on_empty_and_single_dataset(tmp_path):
     paths = write_report(tmp_path / "one", report_dir=tmp_path / "one" / "report")
     assert all(paths[n].exists() and paths[n].parent.name == "report" for n in REPORT_FILES)
     assert "too few for significance tests" in paths["results.md"].read_text()
+
+
+def test_report_when_every_fit_failed(tmp_path):
+    """A run whose fits all failed (e.g. a wrong --data-dir) must still report the failures, not crash on
+    the timing columns that only successful fits write."""
+    from autogluon_maya.benchmarking.report import write_report
+
+    for ds in ("d1", "d2"):
+        append_result(tmp_path / "results.jsonl", {"dataset": ds, "model": "A", "seed": 0, "config": CFG, "task": None,
+                                                  "status": "error: FileNotFoundError: no such dataset",
+                                                  "time_limit": 300.0, "max_rows": None, "hyperparameters": {}})
+    text = write_report(tmp_path)["results.md"].read_text()
+    assert "0 ok, 2 failed" in text and "FileNotFoundError: no such dataset" in text, text

@@ -250,7 +250,9 @@ def cmd_adopt(run: Path, name: str) -> None:
     record = json.loads((cand / "record.json").read_text())
     info = json.loads((cand / "tabswift_small.json").read_text())
     previous = json.loads(SHIPPED_CHECKPOINT.with_suffix(".json").read_text()).get("metadata", {}).get("lineage")
-    lineage = list(previous or SHIPPED_LINEAGE)
+    # a previous candidate's own stage 3 is not an ancestor of this one (legs continue from leg weights)
+    lineage = [s for s in previous if not s["step"].startswith("stage 3 (exit heads)")] if previous \
+        else list(SHIPPED_LINEAGE)
     legs = ledger()["legs"]
     for leg, rec in sorted(legs.items(), key=lambda kv: int(kv[0][3:])):
         if leg == record["leg"] or (previous is None and int(leg[3:]) < int(record["leg"][3:])):

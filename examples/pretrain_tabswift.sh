@@ -4,9 +4,11 @@
 # v2 -- the campaign that accumulates across sessions (examples/results/pretraining/campaign.md):
 #   examples/pretrain_tabswift.sh campaign        # start/continue in the background (1 torch thread)
 #   examples/pretrain_tabswift.sh status          # progress
-#   examples/pretrain_tabswift.sh export NAME     # stage 3 on the current weights -> a candidate checkpoint
+#   examples/pretrain_tabswift.sh export NAME [--leg legN]  # stage 3 on a leg's weights -> a candidate
+#   examples/pretrain_tabswift.sh judge --candidate-results A --shipped-results B  # the adoption rule
+#   examples/pretrain_tabswift.sh adopt NAME      # candidate -> the package's checkpoint (after judge + tests)
 #   examples/pretrain_tabswift.sh snapshot        # logs + latest weights into the repo, to commit
-# (all four call examples/pretraining_campaign.py; LOG=runs/campaign.log by default)
+# (all call examples/pretraining_campaign.py; LOG=runs/campaign.log by default)
 #
 # v1 -- the recipe of the shipped checkpoint (README "The shipped TabSwift checkpoint"), resumable: rerun
 # the same command after an interruption.
@@ -26,7 +28,7 @@ case "${1:-}" in
     nohup python "$HERE/pretraining_campaign.py" run "${@:2}" >> "$LOG" 2>&1 &
     echo "campaign running in the background (pid $!), log: $LOG"
     exit 0 ;;
-  status|export|snapshot|evaluate)
+  status|export|snapshot|evaluate|judge|adopt)
     exec python "$HERE/pretraining_campaign.py" "$@" ;;
 esac
 RUN=${1:-runs/tabswift_small}

@@ -1,10 +1,9 @@
 # Zero-shot TABSWIFT with ensemble seeds 0-4 (P1 split, seed 0, 1 core): python member_seeds.py NAME spambase,phoneme,qsar_biodeg,satimage
 # (with AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT=<candidate> for a candidate); one JSON line per fit.
-import sys, json, os
+import sys, json
 import autogluon_maya
 from autogluon.tabular import TabularPredictor
 from autogluon_maya.common.protocol import default_datasets_dir, load_dataset, p1_split
-out = []
 for ds_name in sys.argv[2].split(","):
     ds = load_dataset(str(default_datasets_dir() / ds_name)); train, val, test = p1_split(ds, 0)
     for rs in range(5):

@@ -37,6 +37,7 @@ DEFAULT_PARAMS = {
     "adaptive_threads": True,  # CPU: time 1 vs num_cpus threads and keep the faster (see README)
     "train_context_size": 0,
     "patience": 16,  # epochs without a better validation score
+    "ema_epochs": None,  # horizon (epochs) of a moving average of the weights, validated and kept; None: off
     "validation_every": "auto",  # epochs between validation passes; auto keeps them under ~15 % of the time
     # preprocessing / inference
     "quantile_transform": True,

@@ -1,0 +1,97 @@
+"""The moving average of MAYA's weights (``ema_epochs``): what it averages, that validation and the shipped
+model use it, and that training continues from the live weights."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from autogluon_maya.common.training import TimeBudget
+from autogluon_maya.maya.network import MayaNetwork
+from autogluon_maya.maya.trainer import FittedMaya, WeightAverage, make_loss, train_maya
+
+
+def test_the_average_follows_the_warmed_up_decay():
+    torch.manual_seed(0)
+    net = nn.Linear(3, 2)
+    avg = WeightAverage(net, horizon_epochs=2.0, steps_per_epoch=50)  # decay 0.99
+    assert abs(avg.decay - 0.99) < 1e-12
+    expected = None
+    for t in range(40):
+        with torch.no_grad():
+            net.weight.add_(torch.randn_like(net.weight))
+        avg.update(net)
+        w = net.weight.detach().clone()
+        if expected is None:
+            expected = w  # the first update copies
+        else:
+            k = t - 1  # updates already averaged before this one, minus the copy
+            d = min(0.99, (1.0 + k + 1) / (10.0 + k + 1))
+            expected = d * expected + (1 - d) * w
+    torch.testing.assert_close(avg.model.module.weight, expected)
+    assert not torch.allclose(avg.model.module.weight, net.weight)
+
+
+def test_swapping_in_the_average_puts_the_training_weights_back():
+    net = nn.Linear(3, 2)
+    avg = WeightAverage(net, 1.0, 10)
+    avg.update(net)
+    with torch.no_grad():
+        net.weight.add_(1.0)
+    live = net.weight.detach().clone()
+    param = net.weight
+    with avg.swapped_into(net):
+        torch.testing.assert_close(net.weight, avg.model.module.weight)
+        assert not torch.allclose(net.weight, live)
+    torch.testing.assert_close(net.weight, live)
+    assert net.weight is param  # the optimizer still holds the same tensors
+
+
+def _fit(ema_epochs, validate: bool, first_is_best: bool = True):
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(512, 4, generator=g)
+    y = (x[:, 0] + 0.5 * x[:, 1] > 0).long()
+    net = MayaNetwork(n_num=4, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2, hidden_size=16,
+                      num_heads=2, num_branch=2, num_layers=1)
+    fitted = FittedMaya(net)
+    params = {"learning_rate": 3e-3, "weight_decay": 0.0, "patience": None, "batch_size": 64,
+              "use_branch_weights": True, "num_branch": 2, "branch_momentum": 0.9, "ema_epochs": ema_epochs,
+              "adaptive_threads": False, "validation_every": 1, "lr_scheduler": "none"}
+    seen = []
+
+    def score(f):
+        seen.append({k: v.detach().clone() for k, v in f.net.state_dict().items()})
+        return -float(len(seen)) if first_is_best else float(len(seen))
+
+    summary = train_maya(fitted, x_num=x, x_cat=torch.zeros(512, 0, dtype=torch.long), y_label=y, y_target=y,
+                         sample_weight=None, loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
+                         budget=TimeBudget(None), seed=0, val_score_fn=score if validate else None, max_epochs=3)
+    return fitted, summary, seen
+
+
+def test_validation_scores_and_keeps_the_averaged_weights():
+    fitted, summary, seen = _fit(ema_epochs=1.0, validate=True)
+    assert summary["best_epoch"] == 1 and len(seen) == 3
+    for k, v in fitted.net.state_dict().items():  # the shipped weights are those validated at epoch 1
+        torch.testing.assert_close(v, seen[0][k])
+    plain, _, seen_plain = _fit(ema_epochs=None, validate=True)
+    # the average is not the live network: epoch 1's validated weights differ with and without it
+    differs = [not torch.allclose(seen[0][k], seen_plain[0][k]) for k in seen[0] if seen[0][k].is_floating_point()]
+    assert any(differs)
+
+
+def test_training_continues_from_the_live_weights():
+    """Swapping the average in for validation must not leak into training: validated after every epoch
+    (the last one best) or never validated, a fit ships the same average of the same live trajectory."""
+    validated, _, _ = _fit(ema_epochs=1.0, validate=True, first_is_best=False)
+    unvalidated, summary, _ = _fit(ema_epochs=1.0, validate=False)
+    for (k, a), b in zip(validated.net.state_dict().items(), unvalidated.net.state_dict().values()):
+        torch.testing.assert_close(a, b, msg=k)
+    # and without validation the shipped weights are the average of the last steps, not the last step
+    plain, _, _ = _fit(ema_epochs=None, validate=False)
+    diffs = [float((a - b).abs().max()) for a, b in zip(unvalidated.net.state_dict().values(),
+                                                        plain.net.state_dict().values()) if a.is_floating_point()]
+    assert max(diffs) > 1e-4
+    assert summary["steps"] == 3 * 8

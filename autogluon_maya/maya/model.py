@@ -16,7 +16,7 @@ from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorch
 
 from ..common.ag_model import TorchPluginMixin, param_value
 
-from .defaults import DEFAULT_PARAMS
+from .defaults import DEFAULT_PARAMS, TASK_DEFAULTS, resolve_task_defaults
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
@@ -57,7 +57,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
     def _get_default_searchspace(self) -> dict:
         from .search_space import maya_search_space
 
-        return maya_search_space(self._get_model_params(convert_search_spaces_to_default=True))
+        return maya_search_space(self._get_model_params(convert_search_spaces_to_default=True),
+                                 regression=self._label_kind() != "class")
 
     def _get_hpo_backend(self):
         return RAY_BACKEND
@@ -95,6 +96,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         p = self._get_model_params()
         seed, device = self._start_torch_fit(p, num_cpus, num_gpus)
         p.pop(self.seed_name, None)  # the remaining params go to the trainer as network/optimizer settings
+        p = resolve_task_defaults(p, regression=self._label_kind() != "class")
 
         hidden = round_hidden_size(int(p["hidden_size"]), int(p["num_heads"]))
         if hidden != p["hidden_size"]:
@@ -164,6 +166,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         self.params_trained["max_epochs"] = max(1, int(summary["best_epoch"]))
         self.params_trained["early_stopping"] = False
         self.params_trained["hidden_size"] = hidden
+        for k in TASK_DEFAULTS["regression"]:  # refit_full and the saved model record what "auto" became
+            self.params_trained[k] = p[k]
         logger.log(15, f"\tMAYA trained {summary['epochs']} epochs (best {summary['best_epoch']}, batch "
                        f"{summary['batch_size']}, stop: {summary['stop_reason']}), "
                        f"{summary['rows_per_second']:.0f} rows/s, threads chosen {summary['threads']}")

@@ -53,14 +53,15 @@ def _to_space(entry: tuple, default: Any):
     return space.Categorical(*choices)
 
 
-def maya_search_space(defaults: Dict[str, Any] | None = None) -> Dict[str, Any]:
+def maya_search_space(defaults: Dict[str, Any] | None = None, regression: bool = False) -> Dict[str, Any]:
     """Table 12 as AutoGluon spaces, each starting from MAYA's CPU defaults so trial 1 is the default.
 
-    Usage: ``hyperparameters={"MAYA": autogluon_maya.maya_search_space()}``.
+    Usage: ``hyperparameters={"MAYA": autogluon_maya.maya_search_space()}``.  Some defaults depend on the
+    task (``defaults.TASK_DEFAULTS``); ``regression=True`` starts from the regression ones.
     """
-    from .defaults import DEFAULT_PARAMS
+    from .defaults import DEFAULT_PARAMS, resolve_task_defaults
 
-    defaults = {**DEFAULT_PARAMS, **(defaults or {})}
+    defaults = resolve_task_defaults({**DEFAULT_PARAMS, **(defaults or {})}, regression)
     return {name: _to_space(entry, defaults[name]) for name, entry in TABLE12.items()}
 
 

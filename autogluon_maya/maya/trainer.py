@@ -447,4 +447,4 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
             "context_fresh": context_epoch is not None and context_epoch == final_epoch
             and (restored or context_epoch == epochs_done),
             "step_seconds": clock.step, "validation_seconds": clock.validation,
-            "threads": threads.history}
+            "threads": threads.history, "weight_average_decay": weight_avg.decay if weight_avg else None}

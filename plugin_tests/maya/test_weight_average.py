@@ -3,6 +3,7 @@ model use it, and that training continues from the live weights."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
@@ -95,3 +96,33 @@ def test_training_continues_from_the_live_weights():
                                                         plain.net.state_dict().values()) if a.is_floating_point()]
     assert max(diffs) > 1e-4
     assert summary["steps"] == 3 * 8
+
+
+@pytest.mark.parametrize("problem_type", ["regression", "binary"])
+def test_auto_defaults_resolve_per_task_in_a_real_fit(problem_type, tmp_path):
+    """``"auto"`` becomes the task's values (defaults.TASK_DEFAULTS) in the network that is built and in
+    ``params_trained``, which refit_full and a saved model read back."""
+    import pandas as pd
+
+    from autogluon_maya import MayaModel
+    from autogluon_maya.maya.defaults import TASK_DEFAULTS
+
+    g = torch.Generator().manual_seed(0)
+    X = pd.DataFrame(torch.randn(300, 3, generator=g).numpy(), columns=["a", "b", "c"])
+    y = X["a"] * 2 + X["b"] if problem_type == "regression" else (X["a"] > 0).astype(int)
+    model = MayaModel(path=str(tmp_path / "m"), name="m", problem_type=problem_type,
+                      hyperparameters={"max_epochs": 2, "hidden_size": 16, "num_heads": 2, "num_layers": 1})
+    model.fit(X=X.iloc[:240], y=y.iloc[:240], X_val=X.iloc[240:], y_val=y.iloc[240:], num_cpus=1)
+    want = TASK_DEFAULTS["regression" if problem_type == "regression" else "classification"]
+    assert {k: model.params_trained[k] for k in want} == want
+    net = model.model.net
+    assert len(net.decoder) == want["num_decoder_layers"]
+    assert (net.tokenizer.act is not None) is want["add_act"]
+    assert (model._fit_summary["weight_average_decay"] is not None) is (want["ema_epochs"] is not None)
+    # an explicit value wins over "auto"
+    model2 = MayaModel(path=str(tmp_path / "m2"), name="m2", problem_type=problem_type,
+                       hyperparameters={"max_epochs": 1, "hidden_size": 16, "num_heads": 2, "num_layers": 1,
+                                        "num_decoder_layers": 3, "add_act": False, "ema_epochs": None})
+    model2.fit(X=X.iloc[:240], y=y.iloc[:240], num_cpus=1)
+    assert len(model2.model.net.decoder) == 3 and model2.model.net.tokenizer.act is None
+    assert model2.params_trained["ema_epochs"] is None

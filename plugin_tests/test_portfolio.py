@@ -139,9 +139,10 @@ def test_best_variants_get_readable_names():
     pred = TabularPredictor(label="target", path="ag", verbosity=0).fit(
         data, hyperparameters=hyperparameters("best", overrides=overrides), time_limit=150, num_cpus=1,
         num_gpus=0, raise_on_model_failure=True, fit_weighted_ensemble=False)
-    assert set(pred.model_names()) == {"Maya", "Maya_d128h8", "TabSwift", "TabSwift_ft",
+    assert set(pred.model_names()) == {"Maya", "Maya_d128h8", "Maya_dec2", "TabSwift", "TabSwift_ft",
                                        "LightGBM", "CatBoost", "XGBoost"}
     info = pred.info()["model_info"]
     assert info["Maya_d128h8"]["hyperparameters"]["hidden_size"] == 128
+    assert info["Maya_dec2"]["hyperparameters"]["num_decoder_layers"] == 2
     assert info["TabSwift_ft"]["hyperparameters"]["fine_tune"] is True
     assert info["TabSwift"]["hyperparameters"]["fine_tune"] is False

@@ -57,8 +57,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
     def _get_default_searchspace(self) -> dict:
         from .search_space import maya_search_space
 
-        return maya_search_space(self._get_model_params(convert_search_spaces_to_default=True),
-                                 regression=self._label_kind() != "class")
+        return maya_search_space(self._get_model_params(convert_search_spaces_to_default=True))
 
     def _get_hpo_backend(self):
         return RAY_BACKEND

@@ -53,15 +53,14 @@ def _to_space(entry: tuple, default: Any):
     return space.Categorical(*choices)
 
 
-def maya_search_space(defaults: Dict[str, Any] | None = None, regression: bool = False) -> Dict[str, Any]:
+def maya_search_space(defaults: Dict[str, Any] | None = None) -> Dict[str, Any]:
     """Table 12 as AutoGluon spaces, each starting from MAYA's CPU defaults so trial 1 is the default.
 
-    Usage: ``hyperparameters={"MAYA": autogluon_maya.maya_search_space()}``.  Some defaults depend on the
-    task (``defaults.TASK_DEFAULTS``); ``regression=True`` starts from the regression ones.
+    Usage: ``hyperparameters={"MAYA": autogluon_maya.maya_search_space()}``.
     """
-    from .defaults import DEFAULT_PARAMS, resolve_task_defaults
+    from .defaults import DEFAULT_PARAMS
 
-    defaults = resolve_task_defaults({**DEFAULT_PARAMS, **(defaults or {})}, regression)
+    defaults = {**DEFAULT_PARAMS, **(defaults or {})}
     return {name: _to_space(entry, defaults[name]) for name, entry in TABLE12.items()}
 
 

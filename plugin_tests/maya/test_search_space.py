@@ -10,7 +10,7 @@ import pytest
 from autogluon.common import space
 
 from autogluon_maya import MayaModel
-from autogluon_maya.maya.defaults import DEFAULT_PARAMS, TASK_DEFAULTS, resolve_task_defaults
+from autogluon_maya.maya.defaults import DEFAULT_PARAMS
 from autogluon_maya.maya.search_space import maya_search_space, round_hidden_size
 
 # Table 12, as printed: UniformInt[a,b] -> ("int", a, b); Uniform -> ("uniform", a, b);
@@ -67,22 +67,16 @@ def test_the_papers_tuned_configurations_lie_inside_the_space():
     assert 1 in ss["num_heads"].data
 
 
-@pytest.mark.parametrize("regression", [False, True])
-def test_search_starts_from_the_defaults_where_the_table_allows(regression):
-    ss = maya_search_space(regression=regression)
-    defaults = resolve_task_defaults(DEFAULT_PARAMS, regression)
-    assert all(defaults[k] != "auto" for k in TASK_DEFAULTS["regression"])
+def test_search_starts_from_the_defaults_where_the_table_allows():
+    ss = maya_search_space()
     for name, sp in ss.items():
         if isinstance(sp, (space.Real, space.Int)):
             assert sp.lower <= sp.default <= sp.upper, name
-            if defaults[name] is not None and sp.lower <= defaults[name] <= sp.upper:
-                assert sp.default == defaults[name], name
-        elif defaults[name] in sp.data:
+            if DEFAULT_PARAMS[name] is not None and sp.lower <= DEFAULT_PARAMS[name] <= sp.upper:
+                assert sp.default == DEFAULT_PARAMS[name], name
+        elif DEFAULT_PARAMS[name] in sp.data:
             # AutoGluon tries a Categorical's first choice first: the default
-            assert sp.data[0] == defaults[name], name
-    # the task-dependent defaults reach the space
-    assert ss["num_decoder_layers"].default == (2 if regression else 1)
-    assert ss["add_act"].data[0] is regression
+            assert sp.data[0] == DEFAULT_PARAMS[name], name
 
 
 def test_space_defaults_follow_overrides_and_are_clipped():

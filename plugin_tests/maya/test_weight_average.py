@@ -48,7 +48,9 @@ def test_swapping_in_the_average_puts_the_training_weights_back():
     assert net.weight is param  # the optimizer still holds the same tensors
 
 
-def _fit(ema_epochs, validate: bool, first_is_best: bool = True):
+def _fit(ema_epochs, validate: bool, policy=None):
+    """3 epochs of a tiny MAYA; ``policy(call)`` gives the validation score of the ``call``-th scoring
+    (with an average: calls 0, 1 are epoch 1's live and averaged weights, 2, 3 epoch 2's, ...)."""
     torch.manual_seed(0)
     torch.set_num_threads(1)
     g = torch.Generator().manual_seed(0)
@@ -64,7 +66,7 @@ def _fit(ema_epochs, validate: bool, first_is_best: bool = True):
 
     def score(f):
         seen.append({k: v.detach().clone() for k, v in f.net.state_dict().items()})
-        return -float(len(seen)) if first_is_best else float(len(seen))
+        return float(policy(len(seen) - 1))
 
     summary = train_maya(fitted, x_num=x, x_cat=torch.zeros(512, 0, dtype=torch.long), y_label=y, y_target=y,
                          sample_weight=None, loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
@@ -72,26 +74,36 @@ def _fit(ema_epochs, validate: bool, first_is_best: bool = True):
     return fitted, summary, seen
 
 
-def test_validation_scores_and_keeps_the_averaged_weights():
-    fitted, summary, seen = _fit(ema_epochs=1.0, validate=True)
-    assert summary["best_epoch"] == 1 and len(seen) == 3
-    for k, v in fitted.net.state_dict().items():  # the shipped weights are those validated at epoch 1
-        torch.testing.assert_close(v, seen[0][k])
-    plain, _, seen_plain = _fit(ema_epochs=None, validate=True)
-    # the average is not the live network: epoch 1's validated weights differ with and without it
-    differs = [not torch.allclose(seen[0][k], seen_plain[0][k]) for k in seen[0] if seen[0][k].is_floating_point()]
-    assert any(differs)
+def _same(a: dict, b: dict) -> bool:
+    return all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_the_average_is_kept_when_it_validates_better():
+    fitted, summary, seen = _fit(1.0, True, policy=lambda c: 1.0 if c == 1 else 0.0)  # epoch 1's average
+    assert len(seen) == 6 and summary["best_epoch"] == 1
+    assert not _same(seen[0], seen[1])  # the average is not the live network
+    assert _same(fitted.net.state_dict(), seen[1])
+
+
+def test_the_live_weights_are_kept_when_they_validate_better():
+    """And the context, last encoded with the average, is reported stale so the caller re-encodes it."""
+    fitted, summary, seen = _fit(1.0, True, policy=lambda c: 1.0 if c == 4 else 0.0)  # epoch 3's live weights
+    assert summary["best_epoch"] == 3
+    assert _same(fitted.net.state_dict(), seen[4]) and not _same(seen[4], seen[5])
+    assert summary["context_fresh"] is False
+    _, plain_summary, _ = _fit(1.0, True, policy=lambda c: 1.0 if c == 5 else 0.0)  # epoch 3's average
+    assert plain_summary["context_fresh"] is True
 
 
 def test_training_continues_from_the_live_weights():
     """Swapping the average in for validation must not leak into training: validated after every epoch
-    (the last one best) or never validated, a fit ships the same average of the same live trajectory."""
-    validated, _, _ = _fit(ema_epochs=1.0, validate=True, first_is_best=False)
-    unvalidated, summary, _ = _fit(ema_epochs=1.0, validate=False)
+    (the last average best) or never validated, a fit ships the same average of the same live trajectory."""
+    validated, _, _ = _fit(1.0, True, policy=float)
+    unvalidated, summary, _ = _fit(1.0, False)
     for (k, a), b in zip(validated.net.state_dict().items(), unvalidated.net.state_dict().values()):
         torch.testing.assert_close(a, b, msg=k)
     # and without validation the shipped weights are the average of the last steps, not the last step
-    plain, _, _ = _fit(ema_epochs=None, validate=False)
+    plain, _, _ = _fit(None, False)
     diffs = [float((a - b).abs().max()) for a, b in zip(unvalidated.net.state_dict().values(),
                                                         plain.net.state_dict().values()) if a.is_floating_point()]
     assert max(diffs) > 1e-4

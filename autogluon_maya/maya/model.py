@@ -167,6 +167,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         self.params_trained["hidden_size"] = hidden
         for k in TASK_DEFAULTS["regression"]:  # refit_full and the saved model record what "auto" became
             self.params_trained[k] = p[k]
+        if summary.get("best_is_average") is False:  # the live weights won: refit_full ships live weights too
+            self.params_trained["ema_epochs"] = None
         logger.log(15, f"\tMAYA trained {summary['epochs']} epochs (best {summary['best_epoch']}, batch "
                        f"{summary['batch_size']}, stop: {summary['stop_reason']}), "
                        f"{summary['rows_per_second']:.0f} rows/s, threads chosen {summary['threads']}")

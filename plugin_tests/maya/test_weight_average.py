@@ -83,6 +83,7 @@ def test_the_average_is_kept_when_it_validates_better():
     assert len(seen) == 6 and summary["best_epoch"] == 1
     assert not _same(seen[0], seen[1])  # the average is not the live network
     assert _same(fitted.net.state_dict(), seen[1])
+    assert summary["best_is_average"] is True
 
 
 def test_the_live_weights_are_kept_when_they_validate_better():
@@ -91,6 +92,7 @@ def test_the_live_weights_are_kept_when_they_validate_better():
     assert summary["best_epoch"] == 3
     assert _same(fitted.net.state_dict(), seen[4]) and not _same(seen[4], seen[5])
     assert summary["context_fresh"] is False
+    assert summary["best_is_average"] is False  # so refit_full, without validation, ships live weights too
     _, plain_summary, _ = _fit(1.0, True, policy=lambda c: 1.0 if c == 5 else 0.0)  # epoch 3's average
     assert plain_summary["context_fresh"] is True
 
@@ -126,7 +128,9 @@ def test_auto_defaults_resolve_per_task_in_a_real_fit(problem_type, tmp_path):
                       hyperparameters={"max_epochs": 2, "hidden_size": 16, "num_heads": 2, "num_layers": 1})
     model.fit(X=X.iloc[:240], y=y.iloc[:240], X_val=X.iloc[240:], y_val=y.iloc[240:], num_cpus=1)
     want = TASK_DEFAULTS["regression" if problem_type == "regression" else "classification"]
-    assert {k: model.params_trained[k] for k in want} == want
+    # refit_full replays the average only where it won the validation
+    kept = want["ema_epochs"] if model._fit_summary["best_is_average"] is not False else None
+    assert model.params_trained["ema_epochs"] == kept
     assert (model._fit_summary["weight_average_decay"] is not None) is (want["ema_epochs"] is not None)
     # an explicit value wins over "auto"
     model2 = MayaModel(path=str(tmp_path / "m2"), name="m2", problem_type=problem_type,

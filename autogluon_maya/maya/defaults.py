@@ -37,8 +37,8 @@ DEFAULT_PARAMS = {
     "adaptive_threads": True,  # CPU: time 1 vs num_cpus threads and keep the faster (see README)
     "train_context_size": 0,
     "patience": 16,  # epochs without a better validation score
-    "ema_epochs": "auto",  # horizon (epochs) of a moving average of the weights, validated and kept; None: off;
-    # auto: 5 for regression, off for classification
+    "ema_epochs": "auto",  # horizon (epochs) of a moving average of the weights, scored beside the live
+    # weights at each validation pass, the better kept; None: off; auto: 5 for regression, off for classification
     "validation_every": "auto",  # epochs between validation passes; auto keeps them under ~15 % of the time
     # preprocessing / inference
     "quantile_transform": True,
@@ -50,8 +50,9 @@ DEFAULT_PARAMS = {
 # What "auto" means per task.  The moving average of the weights, kept when it validates better than the
 # live weights, against none (P1 seed 0, 2 cores, test RMSE; ``examples/results/maya_regression_defaults/``):
 # california_housing 0.4869 -> 0.4775 (600 s), cpu_act 2.505 -> 2.411 (300 s), ames_housing 25,748 ->
-# 22,680 (120 s), pol 4.623 -> 4.882 (120 s; worse).  Always keeping the average lost badly on pol (5.69).  The tokenizer's ReLU plus a second IAIL block reached 0.4563 on
-# california_housing but lost on cpu_act (3.128) and ames_housing (31,088), so they stay off.
+# 22,680 (120 s), pol 4.623 -> 4.882 (120 s; worse).  Always keeping the average lost badly on pol (5.69).
+# The tokenizer's ReLU plus a second IAIL block reached 0.4563 on california_housing but lost on cpu_act
+# (3.128) and ames_housing (31,088), so they stay off.
 # Classification keeps no average: on satimage the average (with the ReLU) scored lower on validation
 # (0.906 vs 0.910) and test (0.886 vs 0.893) in 1-core screens.
 TASK_DEFAULTS = {

@@ -16,7 +16,7 @@ from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorch
 
 from ..common.ag_model import TorchPluginMixin, param_value
 
-from .defaults import DEFAULT_PARAMS, TASK_DEFAULTS, resolve_task_defaults
+from .defaults import DEFAULT_PARAMS, resolve_task_defaults
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
@@ -165,10 +165,9 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         self.params_trained["max_epochs"] = max(1, int(summary["best_epoch"]))
         self.params_trained["early_stopping"] = False
         self.params_trained["hidden_size"] = hidden
-        for k in TASK_DEFAULTS["regression"]:  # refit_full and the saved model record what "auto" became
-            self.params_trained[k] = p[k]
-        if summary.get("best_is_average") is False:  # the live weights won: refit_full ships live weights too
-            self.params_trained["ema_epochs"] = None
+        # what "auto" became, for refit_full and the saved model; refit_full (no validation) replays the
+        # average only where it won this fit's validation
+        self.params_trained["ema_epochs"] = None if summary["best_is_average"] is False else p["ema_epochs"]
         logger.log(15, f"\tMAYA trained {summary['epochs']} epochs (best {summary['best_epoch']}, batch "
                        f"{summary['batch_size']}, stop: {summary['stop_reason']}), "
                        f"{summary['rows_per_second']:.0f} rows/s, threads chosen {summary['threads']}")

@@ -233,7 +233,8 @@ class WeightAverage:
     table (8 steps per epoch) and a 20k-row one (80).  Early in training the decay is lowered,
     ``min(decay, (1 + t) / (10 + t))``, so the average does not drag the random initialisation along.
     Torch's ``AveragedModel`` does the bookkeeping (buffers, such as the branch weights, are averaged
-    too); only the decay schedule is ours.
+    too); only the decay schedule is ours.  An update costs ~0.3 ms against a ~34 ms training step at the
+    default size, batch 256, 2 threads (~1 %; ad-hoc timing, session 5).
     """
 
     def __init__(self, net: nn.Module, horizon_epochs: float, steps_per_epoch: int):
@@ -253,8 +254,8 @@ class WeightAverage:
 
     @contextmanager
     def swapped_into(self, net: nn.Module):
-        """Load the averaged weights into ``net`` for the duration (validation, checkpointing), then
-        put the training weights back, so the optimizer's state still matches its parameters."""
+        """Load the averaged weights into ``net`` for the duration (a validation pass), then put the
+        training weights back, so the optimizer's state still matches its parameters."""
         saved = {k: v.detach().clone() for k, v in net.state_dict().items()}
         net.load_state_dict(self.model.module.state_dict())
         try:
@@ -346,6 +347,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
         memory_enc = fitted.set_context(x_num, x_cat, y_label)
         score = val_score_fn(fitted)
         context_epoch = epoch
+        kept = net
         if weight_avg is not None:
             # The average wins when training has settled, but lags behind while the score still falls
             # fast (pol at 120 s, test RMSE: 5.69 always keeping the average, 4.62 without one, 4.88
@@ -354,17 +356,12 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
             with weight_avg.swapped_into(net):
                 fitted.set_context(x_num, x_cat, y_label)
                 avg_score = val_score_fn(fitted)
-                average_wins = np.isfinite(avg_score) and not avg_score < score
-                if average_wins:
-                    score = avg_score
-                    if ckpt.update(score, epoch, net, epochs_since_last=since):
-                        best_is_average = True
-            if not average_wins:  # fitted's context holds the average's encodings, not the live ones
+            if np.isfinite(avg_score) and not avg_score < score:
+                score, kept = avg_score, weight_avg.model.module
+            else:  # fitted's context holds the average's encodings, not the live ones
                 context_epoch = None
-                if ckpt.update(score, epoch, net, epochs_since_last=since):
-                    best_is_average = False
-        else:
-            ckpt.update(score, epoch, net, epochs_since_last=since)
+        if ckpt.update(score, epoch, kept, epochs_since_last=since) and weight_avg is not None:
+            best_is_average = kept is not net
         clock.validation = time.perf_counter() - tv
         if last_validated == 0:
             every = validation_cadence(params.get("validation_every", "auto"), clock.validation, epoch_train_s)

@@ -193,6 +193,10 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             summary.update(self._refit_exit_heads(ens, p, seed, budget, time_limit))
             if summary.get("early_exit_off"):
                 tau = None
+            elif tau != "auto" and has_val:
+                summary.update(self._check_retrained_tau(ens, score_fn, float(tau), float(p["tau_max_loss"]),
+                                                         budget))
+                tau = ens.tau
         if tau == "auto":
             if has_val and network.n_exit_layers:
                 summary.update(self._choose_tau(ens, score_fn, float(p["tau_max_loss"]), budget))
@@ -223,17 +227,51 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                            f"({result['exit_retrain_steps']} steps, {result['exit_retrain_seconds']:.1f} s)")
         return result
 
-    def _choose_tau(self, ens, score_fn, max_loss: float, budget) -> Dict:
+    def _check_retrained_tau(self, ens, score_fn, tau: float, max_loss: float, budget) -> Dict:
+        """An explicit τ after fine-tuning: keep it only if validation shows the retrained exit heads lose at
+        most ``max_loss`` (relative) against no exit; otherwise raise it to the lowest larger candidate that
+        does, or turn early exit off.
+
+        Why: a few dozen episodes of head retraining are not always enough to recalibrate them to the moved
+        backbone (on one 250-row table τ = 0.5 lost 2-10 % RMSE depending on the checkpoint and the data
+        seed), and the user set τ for speed, not for a loss they cannot see."""
+        ens.tau = None
+        if budget.limit is not None and budget.expired():
+            logger.log(20, f"\tTabSwift: early exit turned off: no time left to check tau={tau} on validation "
+                           f"with the retrained exit heads")
+            self.params_trained["tau"] = None
+            return {"early_exit_off": "the time limit left no time to check tau on validation"}
+        t0 = time.time()
+        base = score_fn()
+        ens.tau = tau
+        score = score_fn()
+        per_call = (time.time() - t0) / 2
+        loss = (base - score) / max(abs(base), 1e-12)
+        check = {"tau_requested": tau, "tau_requested_val_loss": loss, "val_score_no_exit": base}
+        if loss <= max_loss:
+            self.params_trained["tau"] = tau
+            return check
+        larger = tuple(t for t in TAU_CANDIDATES if t > tau)
+        chosen = self._choose_tau(ens, score_fn, max_loss, budget, candidates=larger, base=(base, per_call))
+        logger.log(20, f"\tTabSwift: tau={tau} lost {100 * loss:.1f} % on validation with the retrained exit "
+                       f"heads (tau_max_loss {100 * max_loss:g} %); using tau={ens.tau} instead")
+        self.params_trained["tau"] = ens.tau
+        return {**chosen, **check}
+
+    def _choose_tau(self, ens, score_fn, max_loss: float, budget, candidates=TAU_CANDIDATES,
+                    base: Optional[tuple] = None) -> Dict:
         """Lowest τ (earliest exits) whose validation score is within ``max_loss`` (relative) of no exit.
 
         Candidates run from high τ (late exits) to low; when the time budget runs out the search stops
-        and keeps the best τ found so far (None if none was tried)."""
+        and keeps the best τ found so far (None if none was tried).  ``base``: the no-exit score and the
+        seconds one validation pass took, when the caller has them."""
         ens.tau = None
-        t0 = time.time()
-        base = score_fn()
-        per_call = time.time() - t0
+        if base is None:
+            t0 = time.time()
+            base = (score_fn(), time.time() - t0)
+        base, per_call = base
         chosen, depth, table = None, float(ens.network.config.n_layers), []
-        for tau in TAU_CANDIDATES:
+        for tau in sorted(candidates, reverse=True):
             if budget.limit is not None and budget.remaining() < 1.5 * per_call:
                 logger.log(20, f"\tTabSwift: tau search stopped at the time limit after {len(table)} candidates")
                 break

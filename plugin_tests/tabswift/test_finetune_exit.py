@@ -62,10 +62,24 @@ def _fit(tmp_path, hp, seed=1):
     return model, X.iloc[250:], y.iloc[250:]
 
 
+def _exit_loss(model, X_val, y_val):
+    """Relative validation loss of the fitted τ against no exit, and the mean exit layer at that τ."""
+    ens = model.model
+    with_exit = model.score(X_val, y_val)  # AutoGluon's sign: higher is better (-RMSE)
+    depth = ens.last_mean_exit_layer
+    tau, ens.tau = ens.tau, None
+    no_exit = model.score(X_val, y_val)
+    ens.tau = tau
+    return (no_exit - with_exit) / abs(no_exit), depth
+
+
 def test_fine_tuned_model_with_tau_stays_within_tau_max_loss_of_no_exit(tmp_path):
     """tau=0.5 is a low threshold: with the pretrained exit heads left on the fine-tuned backbone this fit
-    lost 54 % RMSE at tau=0.5 (queries left at layers whose heads no longer fit the backbone); with the
-    heads retrained it is within tau_max_loss."""
+    lost 54 % RMSE at tau=0.5 (queries left at layers whose heads no longer fit the backbone).  The heads
+    are retrained; whether 15 steps recalibrate them enough depends on the checkpoint and the data (2-10 %
+    loss in session 5's probe), so the fit checks the requested τ on validation and keeps it only within
+    tau_max_loss -- otherwise a larger candidate or no exit.  Either way the model the user gets is within
+    tau_max_loss of no exit on the validation rows."""
     tau, max_loss = 0.5, 0.01
     model, X_val, y_val = _fit(tmp_path, {"fine_tune_steps": 6, "fine_tune_exit_steps": 15, "tau": tau,
                                           "tau_max_loss": max_loss})
@@ -77,15 +91,33 @@ def test_fine_tuned_model_with_tau_stays_within_tau_max_loss_of_no_exit(tmp_path
     assert any(not torch.equal(pretrained[k], tuned[k].cpu()) for k in pretrained if k.startswith("exit_heads."))
 
     ens = model.model
-    assert ens.tau == tau
-    with_exit = model.score(X_val, y_val)  # AutoGluon's sign: higher is better (-RMSE)
-    depth = ens.last_mean_exit_layer
-    ens.tau = None
-    no_exit = model.score(X_val, y_val)
-    ens.tau = tau
-    L = ens.network.config.n_layers
-    assert depth < L - 0.5, f"queries must actually exit early (mean exit layer {depth:.2f} of {L})"
-    assert no_exit - with_exit <= max_loss * abs(no_exit), (with_exit, no_exit, depth)
+    assert s["tau_requested"] == tau
+    if s["tau_requested_val_loss"] <= max_loss:
+        assert ens.tau == tau
+    else:
+        assert ens.tau is None or ens.tau > tau
+    assert model.params_trained["tau"] == ens.tau  # refit_full replays what was checked
+    loss, depth = _exit_loss(model, X_val, y_val)
+    assert abs(loss - s["tau_requested_val_loss"]) < 1e-6 or ens.tau != tau  # the check measured this model
+    assert loss <= max_loss, (loss, depth, ens.tau)
+    if ens.tau == tau:  # the requested threshold was kept: queries must actually leave early
+        L = ens.network.config.n_layers
+        assert depth < L - 0.5, f"queries must actually exit early (mean exit layer {depth:.2f} of {L})"
+
+
+def test_a_tau_that_loses_on_validation_after_fine_tuning_is_raised(tmp_path):
+    """One retraining step leaves the exit heads close to the pretrained ones, which read a backbone they
+    were not trained on: tau=0.5 then loses far more than 1 % and the fit must not keep it."""
+    tau, max_loss = 0.5, 0.01
+    model, X_val, y_val = _fit(tmp_path, {"fine_tune_steps": 6, "fine_tune_exit_steps": 1, "tau": tau,
+                                          "tau_max_loss": max_loss})
+    s = model._fit_summary
+    assert s["best_step"] > 0 and s["exit_retrain_steps"] == 1
+    assert s["tau_requested_val_loss"] > max_loss, "the stale heads must lose for this test to mean anything"
+    assert model.model.tau is None or model.model.tau > tau
+    assert model.params_trained["tau"] == model.model.tau
+    loss, _ = _exit_loss(model, X_val, y_val)
+    assert loss <= max_loss
 
 
 def test_no_exit_head_retraining_turns_early_exit_off_with_a_reason(tmp_path):

@@ -16,6 +16,8 @@ REQUIRE_DATA_ENV = "AUTOGLUON_MAYA_REQUIRE_DATA"
 
 
 def datasets_dir() -> Path:
+    """Beside this checkout, not ``protocol.default_datasets_dir()``: tests run in a tmp cwd, and with a
+    non-editable install that function cannot see the checkout the tests come from."""
     env = os.environ.get("AUTOGLUON_MAYA_DATASETS")
     return Path(env) if env else REPO.parent / "shared" / "datasets"
 

@@ -66,8 +66,11 @@ def build_network(cfg: PretrainConfig) -> TabSwiftNetwork:
             torch.manual_seed(cfg.seed)
             with_heads = TabSwiftNetwork(config)
             result = with_heads.load_state_dict(net.state_dict(), strict=False)
-            assert not result.unexpected_keys and all(k.startswith(("layer_heads.", "exit_heads."))
-                                                      for k in result.missing_keys), result
+            stray = [k for k in result.missing_keys if not k.startswith(("layer_heads.", "exit_heads."))]
+            if result.unexpected_keys or stray:
+                raise ValueError(f"init_from {cfg.init_from} does not fit stage {cfg.stage}'s network: "
+                                 f"unexpected weights {list(result.unexpected_keys)[:5]}, missing backbone "
+                                 f"weights {stray[:5]}")
             net = with_heads
         return net.train()
     torch.manual_seed(cfg.seed)

@@ -243,11 +243,13 @@ SHIPPED_LINEAGE = [  # how the first shipped checkpoint was made (session 2; exa
      "rows": "<= 230 support rows, mostly <= 40 features"}]
 
 
-def cmd_adopt(run: Path, name: str) -> None:
-    """Copy candidate NAME into the package as the shipped checkpoint, with its whole lineage in the metadata
-    (the fit log prints it).  Only after campaign.md's rule holds for it: see ``judge``."""
+def cmd_adopt(run: Path, name: str, dest: Optional[Path] = None) -> None:
+    """Copy candidate NAME into the package as the shipped checkpoint (``dest``: another path, for tests),
+    with its whole lineage in the metadata (the fit log prints it).  Only after campaign.md's rule holds for
+    it: see ``judge``."""
     from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
 
+    dest = SHIPPED_CHECKPOINT if dest is None else dest
     cand = run / "candidates" / name
     record = json.loads((cand / "record.json").read_text())
     info = json.loads((cand / "tabswift_small.json").read_text())
@@ -266,8 +268,8 @@ def cmd_adopt(run: Path, name: str) -> None:
     info["metadata"]["lineage"] = lineage
     info["metadata"]["candidate"] = {"name": name, "exported_at": record["exported_at"],
                                      "cumulative_train_hours": record["cumulative_train_hours"]}
-    shutil.copy2(cand / "tabswift_small.safetensors", SHIPPED_CHECKPOINT.with_suffix(".safetensors"))
-    SHIPPED_CHECKPOINT.with_suffix(".json").write_text(json.dumps(info, indent=2) + "\n")
+    shutil.copy2(cand / "tabswift_small.safetensors", dest.with_suffix(".safetensors"))
+    dest.with_suffix(".json").write_text(json.dumps(info, indent=2) + "\n")
     print(json.dumps(lineage, indent=2))
 
 

@@ -74,3 +74,32 @@ def test_a_tie_with_a_baseline_is_not_a_win(campaign, tmp_path):
     tie = {"c0": 0.85} | {f"c{i}": 0.82 for i in range(1, 9)} | {"reg": 8.0}  # c0 equals KNN's 0.85
     v = campaign.judge(*_suite(tmp_path, tie, ship))["verdict"]
     assert v["wins_vs_knn"] == 0 and v["wins_vs_lr"] == 10, v
+
+
+def test_adopt_copies_the_candidate_with_the_lineage_of_every_leg_up_to_its_own(campaign, tmp_path):
+    """``adopt`` builds the lineage from the legs (the committed ledger), not from the last adoption: a
+    candidate of leg 2 carries the first checkpoint, legs 1 and 2 (not 3) and its own stage 3."""
+    legs = campaign.ledger()["legs"]
+    if not {"leg1", "leg2"} <= set(legs):
+        pytest.skip("the committed ledger has fewer than two legs")
+    cand = tmp_path / "run" / "candidates" / "cx"
+    cand.mkdir(parents=True)
+    weights = bytes(range(256)) * 4
+    (cand / "tabswift_small.safetensors").write_bytes(weights)
+    (cand / "tabswift_small.json").write_text(json.dumps({"metadata": {"training": {
+        "tasks_seen": 4800, "train_hours": 0.1, "recipe": {"rows": 256}}}}))
+    (cand / "record.json").write_text(json.dumps({"leg": "leg2", "exported_at": "2026-12-01T00:00:00",
+                                                  "cumulative_train_hours": 9.9}))
+    dest = tmp_path / "pkg" / "tabswift_small"
+    dest.parent.mkdir()
+    campaign.cmd_adopt(tmp_path / "run", "cx", dest=dest)
+
+    assert dest.with_suffix(".safetensors").read_bytes() == weights
+    meta = json.loads(dest.with_suffix(".json").read_text())["metadata"]
+    steps = [s["step"] for s in meta["lineage"]]
+    assert steps == [campaign.SHIPPED_LINEAGE[0]["step"], "stage 2, campaign leg1", "stage 2, campaign leg2",
+                     "stage 3 (exit heads)"]
+    assert [s["tasks"] for s in meta["lineage"][1:3]] == [legs["leg1"]["tasks"], legs["leg2"]["tasks"]]
+    assert meta["lineage"][-1] == {"step": "stage 3 (exit heads)", "tasks": 4800, "train_hours": 0.1,
+                                   "rows": "256 rows"}
+    assert meta["candidate"] == {"name": "cx", "exported_at": "2026-12-01T00:00:00", "cumulative_train_hours": 9.9}

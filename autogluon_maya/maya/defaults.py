@@ -39,6 +39,9 @@ DEFAULT_PARAMS = {
     "patience": 16,  # epochs without a better validation score
     "ema_epochs": "auto",  # horizon (epochs) of a moving average of the weights, scored beside the live
     # weights at each validation pass, the better kept; None: off; auto: 5 for regression, off for classification
+    "ensemble_members": 1,  # networks from different seeds, predictions averaged; "auto": up to 3 while the
+    # time limit holds another member (1 without a limit); each further member is kept only if the average
+    # validates better
     "validation_every": "auto",  # epochs between validation passes; auto keeps them under ~15 % of the time
     # preprocessing / inference
     "quantile_transform": True,
@@ -65,3 +68,18 @@ def resolve_task_defaults(params: dict, regression: bool) -> dict:
     """``params`` with every ``"auto"`` of ``TASK_DEFAULTS`` replaced by the task's value (a copy)."""
     values = TASK_DEFAULTS["regression" if regression else "classification"]
     return {**params, **{k: v for k, v in values.items() if params.get(k) == "auto"}}
+
+
+AUTO_MEMBERS = 3
+
+
+def resolve_members(setting, time_limit) -> int:
+    """Most members a fit may train.  ``"auto"`` fills a time limit's leftover (a fit that early-stops in a
+    third of its budget has room for two more) and trains one without a limit, where nothing says how long
+    the user is willing to wait."""
+    if setting in (None, "auto"):
+        return AUTO_MEMBERS if time_limit is not None else 1
+    members = int(setting)
+    if members < 1:
+        raise ValueError(f"ensemble_members must be >= 1 or 'auto', got {setting!r}")
+    return members

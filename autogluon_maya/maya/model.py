@@ -16,7 +16,7 @@ from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorch
 
 from ..common.ag_model import TorchPluginMixin, param_value
 
-from .defaults import DEFAULT_PARAMS, resolve_task_defaults
+from .defaults import DEFAULT_PARAMS, resolve_members, resolve_task_defaults
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
@@ -89,7 +89,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         from ..common.training import TimeBudget, to_tensors
         from .network import MayaNetwork
         from .search_space import round_hidden_size
-        from .trainer import FittedMaya, make_loss, train_maya
+        from .trainer import FittedMaya, FittedMayaMembers, make_loss, train_maya
 
         budget = TimeBudget(time_limit)
         p = self._get_model_params()
@@ -115,62 +115,107 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             from autogluon.core.utils.exceptions import NoValidFeatures
             raise NoValidFeatures("MAYA received no usable features")
 
-        net = MayaNetwork(
-            n_num=enc.x_num.shape[1], cat_cardinalities=self._encoder.cat_cardinalities, out_dim=out_dim,
-            label_kind="class" if kind == "class" else "real", num_classes=self.num_classes or 0,
-            hidden_size=hidden, num_heads=int(p["num_heads"]), num_branch=int(p["num_branch"]),
-            num_layers=int(p["num_layers"]), intermediate_factor=float(p["intermediate_factor"]),
-            dropout=float(p["dropout"]), if_bias=bool(p["if_bias"]), add_act=bool(p["add_act"]),
-            act_type=p["act_type"], num_decoder_layers=int(p["num_decoder_layers"]),
-            decoder_intermediate_factor=float(p["decoder_intermediate_factor"]),
-            decoder_act_type=p["decoder_act_type"], decoder_dropout=float(p["decoder_dropout"]),
-            decoder_if_bias=bool(p["decoder_if_bias"]), qk_shared_weights=bool(p["qk_shared_weights"]),
-            use_branch_weights=bool(p["use_branch_weights"]),
-        )
-        fitted = FittedMaya(net).to(device)
+        def build_network() -> MayaNetwork:
+            return MayaNetwork(
+                n_num=enc.x_num.shape[1], cat_cardinalities=self._encoder.cat_cardinalities, out_dim=out_dim,
+                label_kind="class" if kind == "class" else "real", num_classes=self.num_classes or 0,
+                hidden_size=hidden, num_heads=int(p["num_heads"]), num_branch=int(p["num_branch"]),
+                num_layers=int(p["num_layers"]), intermediate_factor=float(p["intermediate_factor"]),
+                dropout=float(p["dropout"]), if_bias=bool(p["if_bias"]), add_act=bool(p["add_act"]),
+                act_type=p["act_type"], num_decoder_layers=int(p["num_decoder_layers"]),
+                decoder_intermediate_factor=float(p["decoder_intermediate_factor"]),
+                decoder_act_type=p["decoder_act_type"], decoder_dropout=float(p["decoder_dropout"]),
+                decoder_if_bias=bool(p["decoder_if_bias"]), qk_shared_weights=bool(p["qk_shared_weights"]),
+                use_branch_weights=bool(p["use_branch_weights"]),
+            )
+
         x_num, x_cat, y_label_t, y_target_t = to_tensors([enc.x_num, enc.x_cat, y_label, y_target], device)
         w_t = None
         if sample_weight is not None:
             w_t = to_tensors([np.asarray(sample_weight, dtype=np.float32)], device)[0]
 
-        val_score_fn = None
+        val_score_fn, val_proba = None, None
         use_es = bool(p["early_stopping"]) and X_val is not None and len(X_val) > 0
         if use_es:
             val_enc = self.preprocess(X_val)
             vx_num, vx_cat = to_tensors([val_enc.x_num, val_enc.x_cat], device)
             y_val_np = np.asarray(y_val)
 
-            def val_score_fn(f: FittedMaya) -> float:  # the trainer has just refreshed f's context
-                raw = f.predict_raw(vx_num, vx_cat, int(p["predict_chunk_size"]), p["context_topk"])
-                return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=self._raw_to_proba(raw),
-                                                    metric=self.stopping_metric)
+            def val_proba(f: FittedMaya) -> np.ndarray:
+                return self._raw_to_proba(f.predict_raw(vx_num, vx_cat, int(p["predict_chunk_size"]),
+                                                        p["context_topk"]))
 
-        t0 = time.time()
-        summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_label_t, y_target=y_target_t,
-                             sample_weight=w_t, loss_fn=make_loss(kind, self.quantile_levels), params=p,
-                             device=device, budget=budget, seed=seed, val_score_fn=val_score_fn,
-                             max_epochs=int(p["max_epochs"]), num_threads=num_cpus)
-        if summary["stop_reason"].startswith("infeasible"):
-            raise TimeLimitExceeded(f"MAYA skipped (batch_size={p['batch_size']}, num_layers="
-                                    f"{p['num_layers']}, hidden_size={hidden}): {summary['stop_reason']}")
-        if summary["steps"] == 0:
-            raise TimeLimitExceeded("MAYA could not run a single training step within the time limit")
-        if not summary["context_fresh"]:  # the restored weights have not encoded the context yet
-            fitted.set_context(x_num, x_cat, y_label_t)
-        self.model = fitted
-        summary["train_seconds"] = time.time() - t0
-        summary["rows_per_second"] = summary["epochs"] * len(enc) / max(summary["train_seconds"], 1e-9)
+            def score(proba: np.ndarray) -> float:
+                return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=proba, metric=self.stopping_metric)
+
+            def val_score_fn(f: FittedMaya) -> float:  # the trainer has just refreshed f's context
+                return score(val_proba(f))
+
+        max_members = resolve_members(p["ensemble_members"], time_limit)
+        members, summaries, member_probas, ensemble_score = [], [], [], None
+        members_stop = f"ensemble_members={max_members}"
+        for i in range(max_members):
+            member_seed = seed + 7919 * i
+            if i > 0:
+                # another member runs about as long as the first did; a member cut short by the limit
+                # would mostly add noise to the average
+                need = 1.1 * summaries[0]["train_seconds"]
+                if budget.limit is not None and budget.remaining() < need:
+                    members_stop = f"time: another member needs ~{need:.1f} s, {budget.remaining():.1f} s left"
+                    logger.log(15, f"\tMAYA: {i} member(s); {members_stop}")
+                    break
+                torch.manual_seed(member_seed)  # member 0 keeps the fit's own seeding (as before members)
+            fitted = FittedMaya(build_network()).to(device)
+            t0 = time.time()
+            summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_label_t, y_target=y_target_t,
+                                 sample_weight=w_t, loss_fn=make_loss(kind, self.quantile_levels), params=p,
+                                 device=device, budget=budget, seed=member_seed, val_score_fn=val_score_fn,
+                                 max_epochs=int(p["max_epochs"]), num_threads=num_cpus)
+            failed = summary["stop_reason"].startswith("infeasible") or summary["steps"] == 0
+            if failed and i == 0:
+                if summary["stop_reason"].startswith("infeasible"):
+                    raise TimeLimitExceeded(f"MAYA skipped (batch_size={p['batch_size']}, num_layers="
+                                            f"{p['num_layers']}, hidden_size={hidden}): {summary['stop_reason']}")
+                raise TimeLimitExceeded("MAYA could not run a single training step within the time limit")
+            if failed:
+                members_stop = f"member {i + 1}: {summary['stop_reason']}"
+                break
+            if not summary["context_fresh"]:  # the restored weights have not encoded the context yet
+                fitted.set_context(x_num, x_cat, y_label_t)
+            summary["train_seconds"] = time.time() - t0
+            summary["rows_per_second"] = summary["epochs"] * len(enc) / max(summary["train_seconds"], 1e-9)
+            summary["seed"] = member_seed
+            if val_proba is not None and max_members > 1:
+                proba = val_proba(fitted)
+                averaged = score(np.mean(member_probas + [proba], axis=0))
+                if ensemble_score is not None and not averaged > ensemble_score:
+                    members_stop = (f"no gain: member {i + 1} dropped, the average scored {averaged:.4f} on "
+                                    f"validation, {ensemble_score:.4f} without it")
+                    logger.log(15, f"\tMAYA: {members_stop}")
+                    break
+                member_probas.append(proba)
+                summary["ensemble_val_score"] = ensemble_score = averaged
+            members.append(fitted)
+            summaries.append(summary)
+        self.model = FittedMayaMembers(members)
+        summary = dict(summaries[0])
+        summary["members_stop"] = members_stop
+        summary["members"] = [{k: m.get(k) for k in ("seed", "epochs", "best_epoch", "best_score", "stop_reason",
+                                                      "train_seconds", "ensemble_val_score")} for m in summaries]
         self._fit_summary = summary
-        # refit_full trains on all rows, without validation, for the epoch count found here
-        self.params_trained["max_epochs"] = max(1, int(summary["best_epoch"]))
+        # refit_full trains on all rows, without validation: as many members as were kept here, each for
+        # the mean of their best epoch counts
+        self.params_trained["ensemble_members"] = len(members)
+        self.params_trained["max_epochs"] = max(1, int(round(np.mean([m["best_epoch"] for m in summaries]))))
         self.params_trained["early_stopping"] = False
         self.params_trained["hidden_size"] = hidden
         # what "auto" became, for refit_full and the saved model; refit_full (no validation) replays the
-        # average only where it won this fit's validation
+        # average only where it won this fit's validation (the first member's)
         self.params_trained["ema_epochs"] = None if summary["best_is_average"] is False else p["ema_epochs"]
         logger.log(15, f"\tMAYA trained {summary['epochs']} epochs (best {summary['best_epoch']}, batch "
                        f"{summary['batch_size']}, stop: {summary['stop_reason']}), "
-                       f"{summary['rows_per_second']:.0f} rows/s, threads chosen {summary['threads']}")
+                       f"{summary['rows_per_second']:.0f} rows/s, threads chosen {summary['threads']}"
+                       + (f"; {len(members)} members" if len(members) > 1 else ""))
 
     # ---- predict ------------------------------------------------------------------------
     def _raw_to_proba(self, raw) -> np.ndarray:
@@ -194,8 +239,9 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         device = next(self.model.parameters()).device
         with torch_threads(self._get_child_num_cpus()):
             x_num, x_cat = to_tensors([enc.x_num, enc.x_cat], device)
-            raw = self.model.predict_raw(x_num, x_cat, int(p["predict_chunk_size"]), p["context_topk"])
-        return self._raw_to_proba(raw).astype(np.float32)
+            raws = self.model.predict_raw_members(x_num, x_cat, int(p["predict_chunk_size"]), p["context_topk"])
+        # classification averages probabilities (not logits), regression the de-standardized values
+        return np.mean([self._raw_to_proba(r) for r in raws], axis=0).astype(np.float32)
 
     # ---- device / resources / tags ------------------------------------------------------
     def get_device(self) -> str:

@@ -88,6 +88,21 @@ class FittedMaya(nn.Module):
         return torch.cat(outs)
 
 
+class FittedMayaMembers(nn.Module):
+    """Networks of one fit trained from different seeds; the wrapper averages their predictions."""
+
+    def __init__(self, members: List[FittedMaya]):
+        super().__init__()
+        self.members = nn.ModuleList(members)
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def predict_raw_members(self, x_num: torch.Tensor, x_cat: torch.Tensor, chunk_size: int = 1024,
+                            topk: Optional[int] = None) -> List[torch.Tensor]:
+        return [m.predict_raw(x_num, x_cat, chunk_size, topk) for m in self.members]
+
+
 MIN_STEPS_PER_EPOCH = 8
 VALIDATION_SHARE = 0.15
 MAX_VALIDATION_EVERY = 4

@@ -1,0 +1,92 @@
+"""``ensemble_members``: networks of one fit trained from different seeds, predictions averaged; a further
+member is trained only while the time limit holds one and kept only if the average validates better."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from autogluon_maya import MayaModel
+from autogluon_maya.maya.defaults import AUTO_MEMBERS, resolve_members
+
+SMALL = {"max_epochs": 6, "hidden_size": 16, "num_heads": 2, "num_layers": 1, "patience": 3}
+
+
+def test_auto_fills_a_time_limit_and_trains_one_member_without():
+    assert resolve_members("auto", 600.0) == AUTO_MEMBERS > 1
+    assert resolve_members("auto", None) == 1
+    assert resolve_members(2, None) == 2
+    with pytest.raises(ValueError, match="ensemble_members"):
+        resolve_members(0, None)
+
+
+def _data(problem_type, n=360, seed=0):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(rng.normal(size=(n, 4)), columns=list("abcd"))
+    signal = np.sin(2 * X["a"]) + X["b"] * X["c"]
+    y = signal + 0.3 * rng.normal(size=n) if problem_type == "regression" else (signal > 0).astype(int)
+    return X, pd.Series(y, name="y")
+
+
+def _fit(tmp_path, problem_type, hp, time_limit=None, validate=True):
+    X, y = _data(problem_type)
+    model = MayaModel(path=str(tmp_path / "m"), name="m", problem_type=problem_type, hyperparameters={**SMALL, **hp})
+    val = dict(X_val=X.iloc[280:], y_val=y.iloc[280:]) if validate else {}
+    model.fit(X=X.iloc[:280], y=y.iloc[:280], num_cpus=1, time_limit=time_limit, **val)
+    return model, X.iloc[280:], y.iloc[280:]
+
+
+@pytest.mark.parametrize("problem_type", ["regression", "binary"])
+def test_members_are_kept_only_while_the_average_validates_better(problem_type, tmp_path, one_torch_thread_seeded):
+    model, X_val, y_val = _fit(tmp_path, problem_type, {"ensemble_members": 3})
+    members = model._fit_summary["members"]
+    assert 1 <= len(members) == len(model.model) <= 3
+    assert model.params_trained["ensemble_members"] == len(members)
+    assert len({m["seed"] for m in members}) == len(members)  # different seeds
+    # each kept member raised the averaged validation score
+    scores = [m["ensemble_val_score"] for m in members]
+    assert all(b > a for a, b in zip(scores, scores[1:])), scores
+    # the kept average is what the model predicts: its validation score is the last one recorded
+    proba = model.predict_proba(X_val) if problem_type == "binary" else model.predict(X_val)
+    score = model.score_with_y_pred_proba(y=y_val.to_numpy(), y_pred_proba=np.asarray(proba), metric=model.stopping_metric)
+    assert score == pytest.approx(scores[-1], rel=1e-5, abs=1e-6)
+
+
+def test_prediction_is_the_mean_of_the_members_probabilities(tmp_path, one_torch_thread_seeded):
+    """Two members forced (no validation to drop one): probabilities are averaged, not logits."""
+    model, X_val, _ = _fit(tmp_path, "binary", {"ensemble_members": 2}, validate=False)
+    assert len(model.model) == 2
+    enc = model.preprocess(X_val)
+    x_num, x_cat = torch.as_tensor(enc.x_num), torch.as_tensor(enc.x_cat)
+    raws = [m.predict_raw(x_num, x_cat) for m in model.model.members]
+    assert not torch.allclose(raws[0], raws[1])  # the seeds gave different networks
+    expected = np.mean([torch.softmax(r.float(), 1)[:, 1].numpy() for r in raws], axis=0)
+    np.testing.assert_allclose(model.predict_proba(X_val), expected, rtol=1e-5, atol=1e-6)  # positive class
+
+
+def test_no_further_member_when_the_time_limit_does_not_hold_one(tmp_path, one_torch_thread_seeded):
+    """A member takes about as long as the first did: with a limit of ~1.5 first members, the fit stops
+    after one, says why, and still ends within its limit."""
+    hp = {"max_epochs": 60, "patience": None}  # ~5 s per member on one core
+    _fit(tmp_path / "warm", "regression", {**hp, "max_epochs": 2})  # first fit of the process pays start-up
+    first, _, _ = _fit(tmp_path / "a", "regression", {**hp, "ensemble_members": 1})
+    limit = 1.5 * first._fit_summary["train_seconds"]
+    t0 = time.time()
+    model, _, _ = _fit(tmp_path / "b", "regression", {**hp, "ensemble_members": 3}, time_limit=limit)
+    assert time.time() - t0 <= 1.05 * limit + 2
+    s = model._fit_summary
+    assert len(model.model) == 1 and s["members_stop"].startswith("time: another member needs"), s["members_stop"]
+
+
+def test_refit_full_replays_the_kept_number_of_members(tmp_path, one_torch_thread_seeded):
+    model, _, _ = _fit(tmp_path, "regression", {"ensemble_members": 2})
+    kept = len(model.model)
+    X, y = _data("regression")
+    refit = MayaModel(path=str(tmp_path / "r"), name="r", problem_type="regression",
+                      hyperparameters={**model.params, **model.params_trained})
+    refit.fit(X=X, y=y, num_cpus=1)
+    assert len(refit.model) == kept

@@ -39,8 +39,8 @@ DEFAULT_PARAMS = {
     "patience": 16,  # epochs without a better validation score
     "ema_epochs": "auto",  # horizon (epochs) of a moving average of the weights, scored beside the live
     # weights at each validation pass, the better kept; None: off; auto: 5 for regression, off for classification
-    "ensemble_members": 1,  # networks from different seeds, predictions averaged; "auto": up to 3 while the
-    # time limit holds another member (1 without a limit); each further member is kept only if the average
+    "ensemble_members": "auto",  # networks from different seeds, predictions averaged; "auto": up to 3 while
+    # the time limit holds another member (1 without a limit); each further member is kept only if the average
     # validates better
     "validation_every": "auto",  # epochs between validation passes; auto keeps them under ~15 % of the time
     # preprocessing / inference

@@ -157,16 +157,16 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         for i in range(max_members):
             member_seed = seed + 7919 * i
             if i > 0:
-                # another member runs about as long as the first did; a member cut short by the limit
-                # would mostly add noise to the average
-                need = 1.1 * summaries[0]["train_seconds"]
+                # another member needs about as long as the first took to reach its best epoch (what came
+                # after was early stopping's patience); one cut shorter would mostly add noise to the average
+                need = 1.1 * summaries[0]["seconds_to_best"]
                 if budget.limit is not None and budget.remaining() < need:
                     members_stop = f"time: another member needs ~{need:.1f} s, {budget.remaining():.1f} s left"
                     logger.log(15, f"\tMAYA: {i} member(s); {members_stop}")
                     break
                 torch.manual_seed(member_seed)  # member 0 keeps the fit's own seeding (as before members)
             fitted = FittedMaya(build_network()).to(device)
-            t0 = time.time()
+            t0, start = time.time(), budget.elapsed()
             summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_label_t, y_target=y_target_t,
                                  sample_weight=w_t, loss_fn=make_loss(kind, self.quantile_levels), params=p,
                                  device=device, budget=budget, seed=member_seed, val_score_fn=val_score_fn,
@@ -185,6 +185,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             summary["train_seconds"] = time.time() - t0
             summary["rows_per_second"] = summary["epochs"] * len(enc) / max(summary["train_seconds"], 1e-9)
             summary["seed"] = member_seed
+            at_best = [t for epoch, t, _ in summary["history"] if epoch == summary["best_epoch"]]
+            summary["seconds_to_best"] = at_best[0] - start if at_best else summary["train_seconds"]
             if val_proba is not None and max_members > 1:
                 proba = val_proba(fitted)
                 averaged = score(np.mean(member_probas + [proba], axis=0))
@@ -201,7 +203,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         summary = dict(summaries[0])
         summary["members_stop"] = members_stop
         summary["members"] = [{k: m.get(k) for k in ("seed", "epochs", "best_epoch", "best_score", "stop_reason",
-                                                      "train_seconds", "ensemble_val_score")} for m in summaries]
+                                                      "train_seconds", "seconds_to_best", "ensemble_val_score")} for m in summaries]
         self._fit_summary = summary
         # refit_full trains on all rows, without validation: as many members as were kept here, each for
         # the mean of their best epoch counts
@@ -265,7 +267,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         n, f = len(X), max(1, X.shape[1])
         from .trainer import effective_batch_size
 
-        b = effective_batch_size(num("batch_size"), n, num_classes or 0)
+        b = effective_batch_size(num("batch_size"), n)
         d, L, br = int(num("hidden_size")), int(num("num_layers")), int(num("num_branch"))
         data = 4 * n * f * 6  # encoded copies, tensors, context encodings
         activ = 4 * b * (f + 1) * d * L * br * 12 * 3  # fwd + bwd, branch-stacked

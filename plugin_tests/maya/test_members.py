@@ -69,17 +69,37 @@ def test_prediction_is_the_mean_of_the_members_probabilities(tmp_path, one_torch
 
 
 def test_no_further_member_when_the_time_limit_does_not_hold_one(tmp_path, one_torch_thread_seeded):
-    """A member takes about as long as the first did: with a limit of ~1.5 first members, the fit stops
-    after one, says why, and still ends within its limit."""
+    """Another member needs about as long as the first took to its best epoch: with a limit of ~1.2 first
+    members there is no room for one; the fit stops after one, says why, and ends within its limit."""
     hp = {"max_epochs": 60, "patience": None}  # ~5 s per member on one core
     _fit(tmp_path / "warm", "regression", {**hp, "max_epochs": 2})  # first fit of the process pays start-up
     first, _, _ = _fit(tmp_path / "a", "regression", {**hp, "ensemble_members": 1})
-    limit = 1.5 * first._fit_summary["train_seconds"]
+    limit = 1.2 * first._fit_summary["train_seconds"]
     t0 = time.time()
     model, _, _ = _fit(tmp_path / "b", "regression", {**hp, "ensemble_members": 3}, time_limit=limit)
     assert time.time() - t0 <= 1.05 * limit + 2
     s = model._fit_summary
     assert len(model.model) == 1 and s["members_stop"].startswith("time: another member needs"), s["members_stop"]
+    # the rule: 1.1 x the first member's time to its best epoch, measured from its own history
+    member = s["members"][0]
+    assert 0 < member["seconds_to_best"] <= member["train_seconds"]
+    need = float(s["members_stop"].split("~")[1].split(" s")[0])
+    assert need == pytest.approx(1.1 * member["seconds_to_best"], abs=0.06)
+
+
+def test_a_member_starts_when_the_time_to_the_first_best_epoch_fits(tmp_path, one_torch_thread_seeded):
+    """Early stopping's patience is not part of what another member needs: a limit that holds the first
+    member's whole run plus its time to the best epoch (x1.1) holds a second member."""
+    hp = {"max_epochs": 60, "patience": 5}
+    _fit(tmp_path / "warm", "regression", {**hp, "max_epochs": 2})
+    first, _, _ = _fit(tmp_path / "a", "regression", {**hp, "ensemble_members": 1})
+    f = first._fit_summary
+    if f["stop_reason"] != "early stopping" or f["seconds_to_best"] > 0.8 * f["train_seconds"]:
+        pytest.skip(f"needs an early-stopped first member with patience to spare: {f['stop_reason']}")
+    limit = (f["train_seconds"] + 1.1 * f["seconds_to_best"] + 0.05 * f["train_seconds"] + 1.0) / 0.95
+    model, _, _ = _fit(tmp_path / "b", "regression", {**hp, "ensemble_members": 2}, time_limit=limit)
+    s = model._fit_summary
+    assert len(s["members"]) == 2 or s["members_stop"].startswith("no gain"), s["members_stop"]
 
 
 def test_refit_full_replays_the_kept_number_of_members(tmp_path, one_torch_thread_seeded):

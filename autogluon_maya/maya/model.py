@@ -154,6 +154,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         max_members = resolve_members(p["ensemble_members"], time_limit)
         members, summaries, member_probas, ensemble_score = [], [], [], None
         members_stop = f"ensemble_members={max_members}"
+        started_with = []  # seconds left when each member started (also members later failed or dropped)
         for i in range(max_members):
             member_seed = seed + 7919 * i
             if i > 0:
@@ -165,6 +166,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                     logger.log(15, f"\tMAYA: {i} member(s); {members_stop}")
                     break
                 torch.manual_seed(member_seed)  # member 0 keeps the fit's own seeding (as before members)
+            started_with.append(budget.remaining())
             fitted = FittedMaya(build_network()).to(device)
             t0, start = time.time(), budget.elapsed()
             summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_label_t, y_target=y_target_t,
@@ -187,10 +189,13 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             summary["seed"] = member_seed
             at_best = [t for epoch, t, _ in summary["history"] if epoch == summary["best_epoch"]]
             summary["seconds_to_best"] = at_best[0] - start if at_best else summary["train_seconds"]
-            if val_proba is not None and max_members > 1:
+            if val_proba is not None and i > 0:
+                if not member_probas:  # the first member's share, scored only once a second one exists
+                    member_probas.append(val_proba(members[0]))
+                    summaries[0]["ensemble_val_score"] = ensemble_score = score(member_probas[0])
                 proba = val_proba(fitted)
                 averaged = score(np.mean(member_probas + [proba], axis=0))
-                if ensemble_score is not None and not averaged > ensemble_score:
+                if not averaged > ensemble_score:
                     members_stop = (f"no gain: member {i + 1} dropped, the average scored {averaged:.4f} on "
                                     f"validation, {ensemble_score:.4f} without it")
                     logger.log(15, f"\tMAYA: {members_stop}")
@@ -202,8 +207,9 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         self.model = FittedMayaMembers(members)
         summary = dict(summaries[0])
         summary["members_stop"] = members_stop
-        summary["members"] = [{k: m.get(k) for k in ("seed", "epochs", "best_epoch", "best_score", "stop_reason",
-                                                      "train_seconds", "seconds_to_best", "ensemble_val_score")} for m in summaries]
+        summary["members_started_with_seconds"] = started_with
+        summary["members"] = [{k: m.get(k) for k in ("seed", "epochs", "best_epoch", "best_score", "stop_reason", "train_seconds",
+                                                      "seconds_to_best", "ensemble_val_score")} for m in summaries]
         self._fit_summary = summary
         # refit_full trains on all rows, without validation: as many members as were kept here, each for
         # the mean of their best epoch counts

@@ -168,7 +168,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                 torch.manual_seed(member_seed)  # member 0 keeps the fit's own seeding (as before members)
             started_with.append(budget.remaining())
             fitted = FittedMaya(build_network()).to(device)
-            t0, start = time.time(), budget.elapsed()
+            start = budget.elapsed()
             summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_label_t, y_target=y_target_t,
                                  sample_weight=w_t, loss_fn=make_loss(kind, self.quantile_levels), params=p,
                                  device=device, budget=budget, seed=member_seed, val_score_fn=val_score_fn,
@@ -184,7 +184,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                 break
             if not summary["context_fresh"]:  # the restored weights have not encoded the context yet
                 fitted.set_context(x_num, x_cat, y_label_t)
-            summary["train_seconds"] = time.time() - t0
+            summary["train_seconds"] = budget.elapsed() - start
             summary["rows_per_second"] = summary["epochs"] * len(enc) / max(summary["train_seconds"], 1e-9)
             summary["seed"] = member_seed
             at_best = [t for epoch, t, _ in summary["history"] if epoch == summary["best_epoch"]]

@@ -196,7 +196,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             elif tau != "auto" and has_val:
                 summary.update(self._check_retrained_tau(ens, score_fn, float(tau), float(p["tau_max_loss"]),
                                                          budget))
-                tau = ens.tau
+                tau = self.params_trained["tau"] = ens.tau  # refit_full replays what the check kept
         if tau == "auto":
             if has_val and network.n_exit_layers:
                 summary.update(self._choose_tau(ens, score_fn, float(p["tau_max_loss"]), budget))
@@ -240,7 +240,6 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         if budget.limit is not None and budget.expired():
             logger.log(20, f"\tTabSwift: early exit turned off: no time left to check tau={tau} on validation "
                            f"with the retrained exit heads")
-            self.params_trained["tau"] = None
             return {"early_exit_off": "the time limit left no time to check tau on validation"}
         t0 = time.time()
         base = score_fn()
@@ -250,13 +249,11 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         loss = (base - score) / max(abs(base), 1e-12)
         check = {"tau_requested": tau, "tau_requested_val_loss": loss, "val_score_no_exit": base}
         if loss <= max_loss:
-            self.params_trained["tau"] = tau
             return check
         larger = tuple(t for t in TAU_CANDIDATES if t > tau)
         chosen = self._choose_tau(ens, score_fn, max_loss, budget, candidates=larger, base=(base, per_call))
         logger.log(20, f"\tTabSwift: tau={tau} lost {100 * loss:.1f} % on validation with the retrained exit "
                        f"heads (tau_max_loss {100 * max_loss:g} %); using tau={ens.tau} instead")
-        self.params_trained["tau"] = ens.tau
         return {**chosen, **check}
 
     def _choose_tau(self, ens, score_fn, max_loss: float, budget, candidates=TAU_CANDIDATES,

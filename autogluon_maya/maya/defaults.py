@@ -33,6 +33,7 @@ DEFAULT_PARAMS = {
     "lr_scheduler": "plateau",  # or "none" (constant rate)
     "lr_plateau_patience": 5,
     "lr_plateau_factor": 0.3,
+    "budget_anneal": 0.3,  # share of a time-limited run over which the rate falls to 1 % (see BudgetAnneal); None: off
     "early_stopping": True,
     "adaptive_threads": True,  # CPU: time 1 vs num_cpus threads and keep the faster (see README)
     "train_context_size": 0,

@@ -67,6 +67,15 @@ class TimeBudget:
     def expired(self) -> bool:
         return self.remaining() <= 0
 
+    def share(self, seconds: float) -> "TimeBudget":
+        """A budget on the same clock that ends ``seconds`` from now, or with this one if that is sooner
+        (one network's share of a fit that trains several)."""
+        part = TimeBudget(None)
+        part.start = self.start
+        end = self.elapsed() + max(0.0, seconds)
+        part.limit = end if self.limit is None else min(self.limit, end)
+        return part
+
 
 class BestCheckpoint:
     """Keeps the best-scoring state dict (on CPU, so a GPU run does not hold two copies in VRAM).

@@ -43,6 +43,8 @@ DEFAULT_PARAMS = {
     "ensemble_members": "auto",  # networks from different seeds, predictions averaged; "auto": up to 3 while
     # the time limit holds another member (1 without a limit); each further member is kept only if the average
     # validates better
+    "member_time": 1.1,  # a further member starts only while the time left holds this share of the first
+    # member's time to its best epoch; the time left is split evenly among as many members as it holds
     "validation_every": "auto",  # epochs between validation passes; auto keeps them under ~15 % of the time
     # preprocessing / inference
     "quantile_transform": True,

@@ -155,23 +155,31 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         members, summaries, member_probas, ensemble_score = [], [], [], None
         members_stop = f"ensemble_members={max_members}"
         started_with = []  # seconds left when each member started (also members later failed or dropped)
+        member_budget = budget
         for i in range(max_members):
             member_seed = seed + 7919 * i
             if i > 0:
-                # another member needs about as long as the first took to reach its best epoch (what came
-                # after was early stopping's patience); one cut shorter would mostly add noise to the average
-                need = 1.1 * summaries[0]["seconds_to_best"]
-                if budget.limit is not None and budget.remaining() < need:
-                    members_stop = f"time: another member needs ~{need:.1f} s, {budget.remaining():.1f} s left"
-                    logger.log(15, f"\tMAYA: {i} member(s); {members_stop}")
-                    break
+                # another member needs a share (member_time) of the first one's time to its best epoch (what
+                # came after was early stopping's patience); one cut shorter would mostly add noise to the
+                # average.  The time left is split evenly among as many members as it holds, each annealing
+                # its rate to the end of its own share (budget_anneal).
+                need = float(p["member_time"]) * summaries[0]["seconds_to_best"]
+                if budget.limit is not None:
+                    # the wrapper scores each new member on validation after it trains (one pass each)
+                    left = budget.remaining() - 2.0 * (summaries[0]["validation_seconds"] or 0.0)
+                    fits = min(max_members - i, int(left // need)) if need > 0 else max_members - i
+                    if fits < 1:
+                        members_stop = f"time: another member needs ~{need:.1f} s, {budget.remaining():.1f} s left"
+                        logger.log(15, f"\tMAYA: {i} member(s); {members_stop}")
+                        break
+                    member_budget = budget.share(left / fits)
                 torch.manual_seed(member_seed)  # member 0 keeps the fit's own seeding (as before members)
-            started_with.append(budget.remaining())
+            started_with.append(member_budget.remaining())
             fitted = FittedMaya(build_network()).to(device)
             start = budget.elapsed()
             summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_label_t, y_target=y_target_t,
                                  sample_weight=w_t, loss_fn=make_loss(kind, self.quantile_levels), params=p,
-                                 device=device, budget=budget, seed=member_seed, val_score_fn=val_score_fn,
+                                 device=device, budget=member_budget, seed=member_seed, val_score_fn=val_score_fn,
                                  max_epochs=int(p["max_epochs"]), num_threads=num_cpus)
             failed = summary["stop_reason"].startswith("infeasible") or summary["steps"] == 0
             if failed and i == 0:

@@ -111,3 +111,25 @@ def test_refit_full_replays_the_kept_number_of_members(tmp_path, one_torch_threa
                       hyperparameters={**model.params, **model.params_trained})
     refit.fit(X=X, y=y, num_cpus=1)
     assert len(refit.model) == kept
+
+
+def test_the_time_left_is_split_evenly_among_the_members_it_holds(tmp_path, one_torch_thread_seeded):
+    """With room for two more members (member_time small), the second gets about half the time left and is
+    cut at the end of its share, so the third still starts; the fit ends within its limit."""
+    hp = {"max_epochs": 60, "patience": None}  # ~5 s per member on one core, never early-stopped
+    _fit(tmp_path / "warm", "regression", {**hp, "max_epochs": 2}, validate=False)
+    first, _, _ = _fit(tmp_path / "a", "regression", {**hp, "ensemble_members": 1}, validate=False)
+    one = first._fit_summary["train_seconds"]
+    limit = 2.2 * one / 0.95  # after the first member, about 1.2 members' worth of time
+    t0 = time.time()
+    model, _, _ = _fit(tmp_path / "b", "regression", {**hp, "ensemble_members": 3, "member_time": 0.2},
+                       time_limit=limit, validate=False)
+    assert time.time() - t0 <= 1.05 * limit + 2
+    s = model._fit_summary
+    assert len(s["members"]) == 3, s["members_stop"]
+    second, third = s["members"][1], s["members"][2]
+    share = s["members_started_with_seconds"][1]
+    assert share == pytest.approx(s["members_started_with_seconds"][2], rel=0.35)  # even halves
+    assert share < 0.75 * one  # half of ~1.2 members' time, not all of it
+    assert second["train_seconds"] <= share + 0.5 and second["stop_reason"].startswith("time")
+    assert third["train_seconds"] <= s["members_started_with_seconds"][2] + 0.5

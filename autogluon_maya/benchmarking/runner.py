@@ -107,11 +107,29 @@ def _fit(spec: dict) -> dict:
         lb = predictor.leaderboard(silent=True).set_index("model")
         row["val_score"] = abs(float(lb.loc[name, "score_val"])) if ds.task == "regression" else \
             float(lb.loc[name, "score_val"])
+        row.update(_model_summary(predictor, name))
         row["mem_peak_mb"] = round(_peak_rss_mb(), 1)
         row["status"] = "ok"
         return row
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+SUMMARY_KEYS = ("epochs", "best_epoch", "batch_size", "stop_reason", "members_stop")
+
+
+def _model_summary(predictor, name: str) -> dict:
+    """What the model says of its own fit (MAYA's epochs, stop reason, members), so a result can be
+    explained without refitting; empty for models that keep no summary."""
+    try:
+        summary = getattr(predictor._trainer.load_model(name), "_fit_summary", None) or {}
+    except Exception:
+        return {}
+    out = {f"fit_{k}": summary[k] for k in SUMMARY_KEYS if k in summary}
+    if summary.get("members"):
+        out["fit_members"] = [{k: m.get(k) for k in ("epochs", "best_epoch", "stop_reason", "train_seconds")}
+                              for m in summary["members"]]
+    return out
 
 
 def _child(conn, spec: dict) -> None:

@@ -128,12 +128,12 @@ def validation_cadence(setting, validation_seconds: float, epoch_train_seconds: 
 AUTO_BATCH_SIZE = 256
 
 
-def effective_batch_size(batch_size, n: int) -> int:
+def effective_batch_size(batch_size, n: int, auto_rows: int = AUTO_BATCH_SIZE) -> int:
     """The batch size a fit uses on ``n`` training rows.
 
     An explicit (or searched) ``batch_size`` is used as given, capped only by ``n``: the batch is also
     IAIL's training context, and the paper trains with batches of 1,024-4,096 rows.  ``"auto"`` (the
-    default) takes 256 rows, lowered on small tables so an epoch has at least 8 optimizer steps (never
+    default) takes ``auto_rows`` (256; classification 128, see ``defaults.TASK_DEFAULTS``), lowered on small tables so an epoch has at least 8 optimizer steps (never
     below 32): early stopping counts epochs, and with 300 rows and batch 256 an epoch would be a single
     step, so a patience of 16 epochs gave up after 16 steps (measured: a bagged fit of breast cancer
     with 227 rows per fold stayed at majority-class accuracy).
@@ -145,7 +145,7 @@ def effective_batch_size(batch_size, n: int) -> int:
     per-class context.
     """
     if batch_size in (None, "auto"):
-        return max(2, min(AUTO_BATCH_SIZE, max(32, n // MIN_STEPS_PER_EPOCH), n))
+        return max(2, min(int(auto_rows), max(32, n // MIN_STEPS_PER_EPOCH), n))
     return max(2, min(int(batch_size), n))
 
 
@@ -333,7 +333,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     # Without validation data (refit_full: a fixed epoch count) there is no plateau to detect, so the
     # rate decays along a cosine over those epochs instead.  The ``paper`` recipe keeps the rate constant.
     n = len(x_num)
-    batch_size = effective_batch_size(params["batch_size"], n)
+    batch_size = effective_batch_size(params["batch_size"], n, params.get("auto_batch_rows", AUTO_BATCH_SIZE))
     # patience counts epochs; with the paper's batch sizes a small table has one step per epoch, and 16
     # epochs of patience would be 16 steps (the failure ``effective_batch_size`` describes): stretch both
     # patiences so that they always span at least MIN_STEPS_PER_EPOCH epochs' worth of steps

@@ -123,13 +123,17 @@ def _model_summary(predictor, name: str) -> dict:
     explained without refitting; empty for models that keep no summary."""
     try:
         summary = getattr(predictor._trainer.load_model(name), "_fit_summary", None) or {}
-    except Exception:
-        return {}
-    out = {f"fit_{k}": summary[k] for k in SUMMARY_KEYS if k in summary}
-    if summary.get("members"):
-        out["fit_members"] = [{k: m.get(k) for k in ("epochs", "best_epoch", "stop_reason", "train_seconds")}
-                              for m in summary["members"]]
-    return out
+        out = {f"fit_{k}": summary[k] for k in SUMMARY_KEYS if k in summary}
+        members = summary.get("members")
+        if isinstance(members, list):  # MAYA: one dict per network; TabSwift: "members" is a count
+            out["fit_members"] = [{k: m.get(k) for k in ("epochs", "best_epoch", "stop_reason", "train_seconds")}
+                                  for m in members if isinstance(m, dict)]
+        elif members is not None:
+            out["fit_members"] = members
+        json.dumps(out)  # a row must stay writable
+        return out
+    except Exception as e:  # a summary is a courtesy: it must never cost the fit's result
+        return {"fit_summary_error": f"{type(e).__name__}: {e}"[:200]}
 
 
 def _child(conn, spec: dict) -> None:

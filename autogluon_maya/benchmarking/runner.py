@@ -120,7 +120,8 @@ SUMMARY_KEYS = ("epochs", "best_epoch", "batch_size", "stop_reason", "members_st
 
 def _model_summary(predictor, name: str) -> dict:
     """What the model says of its own fit (MAYA's epochs, stop reason, members), so a result can be
-    explained without refitting; empty for models that keep no summary."""
+    explained without refitting; empty for models that keep no summary (also bagged models, whose
+    summaries live in their folds)."""
     try:
         summary = getattr(predictor._trainer.load_model(name), "_fit_summary", None) or {}
         out = {f"fit_{k}": summary[k] for k in SUMMARY_KEYS if k in summary}
@@ -130,6 +131,9 @@ def _model_summary(predictor, name: str) -> dict:
                                   for m in members if isinstance(m, dict)]
         elif members is not None:
             out["fit_members"] = members
+        from .results import _jsonable
+
+        out = _jsonable(out)
         json.dumps(out)  # a row must stay writable
         return out
     except Exception as e:  # a summary is a courtesy: it must never cost the fit's result

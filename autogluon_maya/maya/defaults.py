@@ -27,13 +27,15 @@ DEFAULT_PARAMS = {
     # optimisation
     "learning_rate": 1e-3,
     "weight_decay": 1e-5,
-    "batch_size": "auto",  # 256, fewer on small tables (>= 8 steps per epoch); an int is used as given
+    "batch_size": "auto",  # 128 (classification) / 256 (regression), fewer on small tables (>= 8 steps per
+    # epoch); an int is used as given
     "recipe": "default",  # "paper": constant rate, weight decay on weight matrices only
     "max_epochs": 200,
     "lr_scheduler": "plateau",  # or "none" (constant rate)
     "lr_plateau_patience": 5,
     "lr_plateau_factor": 0.3,
-    "budget_anneal": 0.3,  # share of a time-limited run over which the rate falls to 1 % (see BudgetAnneal); None: off
+    "budget_anneal": 0.3,  # share of a time-limited run over which the rate falls towards 1 % (see BudgetAnneal);
+    # None: off
     "early_stopping": True,
     "adaptive_threads": True,  # CPU: time 1 vs num_cpus threads and keep the faster (see README)
     "train_context_size": 0,

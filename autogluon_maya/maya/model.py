@@ -154,25 +154,34 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         max_members = resolve_members(p["ensemble_members"], time_limit)
         members, summaries, member_probas, ensemble_score = [], [], [], None
         members_stop = f"ensemble_members={max_members}"
-        started_with = []  # seconds left when each member started (also members later failed or dropped)
-        member_budget = budget
+        started_with = []  # each member's time share when it started (the whole fit's time left for the first)
+        member_budget, last_member = budget, max_members - 1
         for i in range(max_members):
             member_seed = seed + 7919 * i
-            if i > 0:
-                # another member needs a share (member_time) of the first one's time to its best epoch (what
+            if i > 0 and budget.limit is not None:
+                # Another member needs a share (member_time) of the first one's time to its best epoch (what
                 # came after was early stopping's patience); one cut shorter would mostly add noise to the
-                # average.  The time left is split evenly among as many members as it holds, each annealing
-                # its rate to the end of its own share (budget_anneal).
-                need = float(p["member_time"]) * summaries[0]["seconds_to_best"]
-                if budget.limit is not None:
-                    # the wrapper scores each new member on validation after it trains (one pass each)
-                    left = budget.remaining() - 2.0 * (summaries[0]["validation_seconds"] or 0.0)
-                    fits = min(max_members - i, int(left // need)) if need > 0 else max_members - i
+                # average.  The time left is planned once, after the first member: split evenly among as many
+                # members as it holds, each annealing its rate to the end of its own share (budget_anneal).
+                # Each member is scored on validation after it trains (one pass; the first member's own pass
+                # comes once a second exists).
+                v = summaries[0]["validation_seconds"] or 0.0
+                if i == 1:
+                    need = float(p["member_time"]) * summaries[0]["seconds_to_best"]
+                    left = budget.remaining() - v
+                    fits = min(max_members - 1, int(left // (need + v))) if need + v > 0 else max_members - 1
                     if fits < 1:
-                        members_stop = f"time: another member needs ~{need:.1f} s, {budget.remaining():.1f} s left"
-                        logger.log(15, f"\tMAYA: {i} member(s); {members_stop}")
+                        members_stop = f"time: another member needs ~{need:.1f} s, {max(left, 0.0):.1f} s left"
+                        logger.log(15, f"\tMAYA: 1 member; {members_stop}")
                         break
-                    member_budget = budget.share(left / fits)
+                    last_member = fits
+                    member_budget = budget.share(left / fits - v)
+                elif i > last_member:
+                    members_stop = f"time: the time left after the first member held {last_member} more"
+                    break
+                else:
+                    member_budget = budget.share(budget.remaining() / (last_member - i + 1) - v)
+            if i > 0:
                 torch.manual_seed(member_seed)  # member 0 keeps the fit's own seeding (as before members)
             started_with.append(member_budget.remaining())
             fitted = FittedMaya(build_network()).to(device)
@@ -279,9 +288,11 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             return param_value(hp, key)
 
         n, f = len(X), max(1, X.shape[1])
+        from .defaults import TASK_DEFAULTS
         from .trainer import effective_batch_size
 
-        b = effective_batch_size(num("batch_size"), n)
+        task = "classification" if (num_classes or 1) > 1 else "regression"
+        b = effective_batch_size(num("batch_size"), n, TASK_DEFAULTS[task]["auto_batch_rows"])
         d, L, br = int(num("hidden_size")), int(num("num_layers")), int(num("num_branch"))
         data = 4 * n * f * 6  # encoded copies, tensors, context encodings
         activ = 4 * b * (f + 1) * d * L * br * 12 * 3  # fwd + bwd, branch-stacked

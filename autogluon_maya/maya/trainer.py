@@ -372,10 +372,13 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     best_is_average = None  # with an average: whether the kept weights are the average (refit_full replays it)
     weight_avg = WeightAverage(net, float(ema_epochs), int(np.ceil(n / batch_size))) if ema_epochs else None
     clock = _Clock()
+    share = params.get("budget_anneal")
+    if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1):
+        raise ValueError(f"budget_anneal must be a share of the time in [0, 1] (0 or None: off), got {share!r}")
     # the paper's recipe is a constant rate; refit_full's cosine already ends low
-    anneal = BudgetAnneal(params.get("budget_anneal") if cosine is None and not paper else None, budget.remaining())
+    anneal = BudgetAnneal(share if cosine is None and not paper else None, budget.remaining())
     base_lrs = [g["lr"] for g in opt.param_groups]  # the rates the plateau scheduler sets, before annealing
-    last_lr = base_lrs[0]  # the rate of the last step (reported)
+    last_lr = base_lrs[0]  # the rate of the last step (reported as final_lr)
     plateau_patience = scheduler.patience if scheduler is not None else None
     every, last_validated, epoch_train_s = 1, 0, 0.0  # validation cadence (see validation_cadence)
     history = []  # (epoch, seconds since fit start, validation score)

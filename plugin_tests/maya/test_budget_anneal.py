@@ -60,11 +60,12 @@ def _fit_recording_rates(monkeypatch, share, time_limit, validate=False, max_epo
 
 
 def test_a_run_cut_by_its_time_limit_ends_at_a_low_rate(monkeypatch):
-    summary, rates = _fit_recording_rates(monkeypatch, share=0.5, time_limit=3.0, validate=True)
+    summary, rates = _fit_recording_rates(monkeypatch, share=0.5, time_limit=6.0, validate=True)
     assert summary["stop_reason"].startswith("time")
     assert len(rates) > 50
     assert rates[0] == pytest.approx(1e-2)  # untouched before the window
-    assert rates[-1] < 0.3e-2  # the last steps ran deep in the window
+    # the last steps ran deep in the 3 s window: training stops an epoch + a validation pass before the end
+    assert rates[-1] < 0.5e-2
     assert all(b <= a + 1e-12 for a, b in zip(rates, rates[1:]))  # the rate only falls
     assert summary["final_lr"] == pytest.approx(rates[-1])
 
@@ -120,6 +121,13 @@ def test_the_plateau_cut_applies_to_its_own_rate_not_the_annealed_one(monkeypatc
     assert summary["epochs"] == 4 and len(rates) == 32
     for k, (rate, remaining) in enumerate(rates):
         plateau = 1e-2 * 0.5 ** max(0, k // 8 - 1)  # the first pass sets the best, each later one is a cut
-        # the trainer subtracts its reserve (a few ms of measured encoding time) from the remaining seconds
-        assert rate == pytest.approx(plateau * remaining / 100.0, rel=1e-3), (k, rate, plateau, remaining)
+        # the trainer subtracts its reserve (a measured encoding time, ms here; up to 0.5 s allowed under load)
+        assert plateau * (remaining - 0.5) / 100.0 <= rate <= plateau * remaining / 100.0 + 1e-12, \
+            (k, rate, plateau, remaining)
     assert rates[-1][0] < 0.1 * 1e-2  # both at work: 0.25 x 0.38
+
+
+@pytest.mark.parametrize("share", [1.5, -0.2, "0.3", True])
+def test_a_share_outside_zero_to_one_is_refused_naming_the_setting(monkeypatch, share):
+    with pytest.raises(ValueError, match="budget_anneal"):
+        _fit_recording_rates(monkeypatch, share=share, time_limit=2.0, validate=True)

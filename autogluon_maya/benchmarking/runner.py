@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Callable, Iterable, List, Optional
 
-from .results import Task, append_result, read_results, todo
+from .results import Task, _jsonable, append_result, read_results, todo
 
 CHILD_GRACE_S = 600.0  # hard timeout = 3 x time limit + this: AutoGluon's time limit is soft
 
@@ -131,8 +131,6 @@ def _model_summary(predictor, name: str) -> dict:
                                   for m in members if isinstance(m, dict)]
         elif members is not None:
             out["fit_members"] = members
-        from .results import _jsonable
-
         out = _jsonable(out)
         json.dumps(out)  # a row must stay writable
         return out

@@ -65,8 +65,9 @@ DEFAULT_PARAMS = {
 # without, letter 0.9610 vs 0.9550 (``examples/results/maya_multiclass_average/``): one up, one down.
 # ``auto_batch_rows`` is what ``batch_size="auto"`` takes before the small-table rule lowers it.  On letter
 # 128 rows beat 256 in every pair measured (P1 seed 0, 300 s; 2 cores: 0.9660 / 0.96625 vs 0.96175, and
-# 0.9660 vs 0.9610 without the anneal; 1 core: 0.96425 vs 0.9615).  satimage's runs vary more between
-# identical configurations (0.865-0.891 on 2 cores) than between 128 and 256, so it decides nothing
+# 0.9660 vs 0.9610 without the anneal; 1 core: 0.96425 vs 0.9615).  On satimage two 2-core runs whose first
+# networks had the same settings (the anneal never reached them) scored 0.8648 and 0.8912, more than 128 vs
+# 256 moved it, so it decides nothing
 # (``examples/results/maya_anneal/``).  Regression keeps 256, where california_housing's defaults were chosen.
 TASK_DEFAULTS = {
     "regression": {"ema_epochs": 5, "auto_batch_rows": 256},

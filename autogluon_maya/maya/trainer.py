@@ -133,8 +133,8 @@ def effective_batch_size(batch_size, n: int, auto_rows: int = AUTO_BATCH_SIZE) -
 
     An explicit (or searched) ``batch_size`` is used as given, capped only by ``n``: the batch is also
     IAIL's training context, and the paper trains with batches of 1,024-4,096 rows.  ``"auto"`` (the
-    default) takes ``auto_rows`` (256; classification 128, see ``defaults.TASK_DEFAULTS``), lowered on small tables so an epoch has at least 8 optimizer steps (never
-    below 32): early stopping counts epochs, and with 300 rows and batch 256 an epoch would be a single
+    default) takes ``auto_rows`` (256; classification 128, see ``defaults.TASK_DEFAULTS``), lowered on
+    small tables so an epoch has at least 8 optimizer steps (never below 32): early stopping counts epochs, and with 300 rows and batch 256 an epoch would be a single
     step, so a patience of 16 epochs gave up after 16 steps (measured: a bagged fit of breast cancer
     with 227 rows per fold stayed at majority-class accuracy).
 
@@ -253,7 +253,7 @@ class BudgetAnneal:
     multiplied by ``remaining / window`` (floored at 1 %) once less than ``window`` seconds remain,
     ``window`` a share of the time this training run started with.  A fit that early-stops before the
     window is untouched.  Screened on 1 core beside another job (P1 seed 0, 300 s; test accuracy, none ->
-    share 0.3): letter 0.95525 -> 0.9615, satimage 0.8912 (a screen of the day before) -> 0.8959;
+    share 0.3): letter 0.95525 -> 0.9615, satimage 0.8912 (session 6's screen, before the change) -> 0.8959;
     a share of 0.5 scored 0.9590 / 0.8881.
     """
 
@@ -469,7 +469,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
                 if sample_weight is not None else per_row.mean()
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            if anneal.window is not None:
+            if anneal.window is not None:  # without a window the rate is the schedulers' (refit_full's cosine)
                 f = anneal.factor(budget.remaining() - reserve)
                 for g, lr in zip(opt.param_groups, base_lrs):
                     g["lr"] = lr * f

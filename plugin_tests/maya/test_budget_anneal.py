@@ -30,33 +30,41 @@ def test_no_share_or_no_time_limit_leaves_the_rate_alone(share, seconds):
     assert anneal.factor(0.0) == 1.0
 
 
-def _fit_recording_rates(monkeypatch, share, time_limit, validate=False, max_epochs=10_000, recipe="default"):
-    """A tiny MAYA trained until its budget ends; returns the summary and the rate of every optimizer step."""
+def _train_recording(monkeypatch, budget, validate=True, max_epochs=10_000, **params):
+    """A tiny MAYA (2 classes, 256 rows, batch 32: 8 steps per epoch) trained on ``budget``; returns the
+    summary and, per optimizer step, (its rate, the budget's remaining seconds when it ran)."""
     rates = []
     adamw = torch.optim.AdamW
 
     class RecordingAdamW(adamw):
         def step(self, *args, **kwargs):
-            rates.append(self.param_groups[0]["lr"])
+            rates.append((self.param_groups[0]["lr"], budget.remaining()))
+            if isinstance(budget, StepBudget):
+                budget.steps += 1
             return super().step(*args, **kwargs)
 
     monkeypatch.setattr(torch.optim, "AdamW", RecordingAdamW)
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(256, 4, generator=g)
+    x = torch.randn(256, 4, generator=torch.Generator().manual_seed(0))
     y = (x[:, 0] > 0).long()
     net = MayaNetwork(n_num=4, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2, hidden_size=16,
                       num_heads=2, num_branch=1, num_layers=1)
     params = {"learning_rate": 1e-2, "weight_decay": 0.0, "patience": None, "batch_size": 32,
               "use_branch_weights": False, "num_branch": 1, "branch_momentum": 0.9, "ema_epochs": None,
-              "adaptive_threads": False, "validation_every": 1, "lr_scheduler": "plateau",
-              "lr_plateau_patience": 1_000, "budget_anneal": share, "recipe": recipe}
+              "adaptive_threads": False, "validation_every": 1, "lr_scheduler": "plateau", **params}
     summary = train_maya(FittedMaya(net), x_num=x, x_cat=torch.zeros(256, 0, dtype=torch.long), y_label=y,
                          y_target=y, sample_weight=None, loss_fn=make_loss("class"), params=params,
-                         device=torch.device("cpu"), budget=TimeBudget(time_limit, safety=1.0), seed=0,
+                         device=torch.device("cpu"), budget=budget, seed=0,
                          val_score_fn=(lambda f: 0.5) if validate else None, max_epochs=max_epochs)
     return summary, rates
+
+
+def _fit_recording_rates(monkeypatch, share, time_limit, validate=False, recipe="default"):
+    """Trained until a real time limit ends it; returns the summary and the rate of every optimizer step."""
+    summary, rates = _train_recording(monkeypatch, TimeBudget(time_limit, safety=1.0), validate=validate,
+                                       lr_plateau_patience=1_000, budget_anneal=share, recipe=recipe)
+    return summary, [rate for rate, _ in rates]
 
 
 def test_a_run_cut_by_its_time_limit_ends_at_a_low_rate(monkeypatch):
@@ -92,32 +100,9 @@ def test_the_plateau_cut_applies_to_its_own_rate_not_the_annealed_one(monkeypatc
     """Validation never improves, so the plateau scheduler cuts its rate 0.5x after every pass from the
     second.  Each step's rate must be (the plateau's rate) x (the anneal factor of that step): were the
     plateau cutting the annealed rate, the factors of earlier epochs would compound into it."""
-    budget = StepBudget(100.0, per_step=2.0)
-    rates = []
-    adamw = torch.optim.AdamW
-
-    class RecordingAdamW(adamw):
-        def step(self, *args, **kwargs):
-            rates.append((self.param_groups[0]["lr"], budget.remaining()))
-            budget.steps += 1
-            return super().step(*args, **kwargs)
-
-    monkeypatch.setattr(torch.optim, "AdamW", RecordingAdamW)
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    x = torch.randn(256, 4, generator=torch.Generator().manual_seed(0))
-    y = (x[:, 0] > 0).long()
-    net = MayaNetwork(n_num=4, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2, hidden_size=16,
-                      num_heads=2, num_branch=1, num_layers=1)
-    params = {"learning_rate": 1e-2, "weight_decay": 0.0, "patience": None, "batch_size": 32,
-              "use_branch_weights": False, "num_branch": 1, "branch_momentum": 0.9, "ema_epochs": None,
-              "adaptive_threads": False, "validation_every": 1, "lr_scheduler": "plateau",
-              "lr_plateau_patience": 0, "lr_plateau_factor": 0.5, "budget_anneal": 1.0}
     # share 1.0: the whole run (100 s by this budget's clock) is the window; 4 epochs of 8 steps use 64 s
-    summary = train_maya(FittedMaya(net), x_num=x, x_cat=torch.zeros(256, 0, dtype=torch.long), y_label=y,
-                         y_target=y, sample_weight=None, loss_fn=make_loss("class"), params=params,
-                         device=torch.device("cpu"), budget=budget, seed=0, val_score_fn=lambda f: 0.5,
-                         max_epochs=4)
+    summary, rates = _train_recording(monkeypatch, StepBudget(100.0, per_step=2.0), max_epochs=4,
+                                      lr_plateau_patience=0, lr_plateau_factor=0.5, budget_anneal=1.0)
     assert summary["epochs"] == 4 and len(rates) == 32
     for k, (rate, remaining) in enumerate(rates):
         plateau = 1e-2 * 0.5 ** max(0, k // 8 - 1)  # the first pass sets the best, each later one is a cut

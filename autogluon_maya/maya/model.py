@@ -11,6 +11,7 @@ import pandas as pd
 from autogluon.common.features.types import R_BOOL, R_CATEGORY, R_FLOAT, R_INT, S_TEXT_AS_CATEGORY, S_TEXT_NGRAM
 from autogluon.core.constants import BINARY, MULTICLASS, QUANTILE, REGRESSION
 from autogluon.core.hpo.constants import RAY_BACKEND
+from autogluon.core.metrics import log_loss
 from autogluon.core.utils.exceptions import TimeLimitExceeded
 from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorchModel
 
@@ -148,11 +149,19 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             def score(proba: np.ndarray) -> float:
                 return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=proba, metric=self.stopping_metric)
 
+            def member_score(proba: np.ndarray) -> float:
+                """What decides whether a further member stays: the stopping metric, except that
+                classification is judged by log loss.  Accuracy on satimage's 1,030 validation rows dropped
+                a member twice for one row (0.9049 vs 0.9058, 0.9068 vs 0.9078); a proper score of the
+                averaged probabilities moves with every row's confidence, not only with the rows that flip."""
+                metric = log_loss if kind == "class" else self.stopping_metric
+                return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=proba, metric=metric)
+
             def val_score_fn(f: FittedMaya) -> float:  # the trainer has just refreshed f's context
                 return score(val_proba(f))
 
         max_members = resolve_members(p["ensemble_members"], time_limit)
-        members, summaries, member_probas, ensemble_score = [], [], [], None
+        members, summaries, member_probas, ensemble_score, dropped = [], [], [], None, []
         members_stop = f"ensemble_members={max_members}"
         started_with = []  # each member's time share when it started (the whole fit's time left for the first)
         member_budget, last_member = budget, max_members - 1
@@ -209,24 +218,31 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             if val_proba is not None and i > 0:
                 if not member_probas:  # the first member's share, scored only once a second one exists
                     member_probas.append(val_proba(members[0]))
-                    summaries[0]["ensemble_val_score"] = ensemble_score = score(member_probas[0])
+                    summaries[0]["ensemble_val_score"] = score(member_probas[0])
+                    summaries[0]["ensemble_member_score"] = ensemble_score = member_score(member_probas[0])
                 proba = val_proba(fitted)
-                averaged = score(np.mean(member_probas + [proba], axis=0))
-                if not averaged > ensemble_score:
-                    members_stop = (f"no gain: member {i + 1} dropped, the average scored {averaged:.4f} on "
-                                    f"validation, {ensemble_score:.4f} without it")
-                    logger.log(15, f"\tMAYA: {members_stop}")
-                    break
+                averaged = member_score(np.mean(member_probas + [proba], axis=0))
+                if averaged < ensemble_score:
+                    # the next member still trains in its planned share: one that hurts the average says
+                    # little about the next seed
+                    dropped.append(f"member {i + 1} dropped: the average scored {averaged:.4f} on validation "
+                                   f"({'log loss' if kind == 'class' else 'stopping metric'}), "
+                                   f"{ensemble_score:.4f} without it")
+                    logger.log(15, f"\tMAYA: {dropped[-1]}")
+                    continue
                 member_probas.append(proba)
-                summary["ensemble_val_score"] = ensemble_score = averaged
+                summary["ensemble_val_score"] = score(np.mean(member_probas, axis=0))
+                summary["ensemble_member_score"] = ensemble_score = averaged
             members.append(fitted)
             summaries.append(summary)
         self.model = FittedMayaMembers(members)
         summary = dict(summaries[0])
         summary["members_stop"] = members_stop
+        summary["members_dropped"] = dropped
         summary["members_started_with_seconds"] = started_with
         summary["members"] = [{k: m.get(k) for k in ("seed", "epochs", "best_epoch", "best_score", "stop_reason", "train_seconds",
-                                                      "seconds_to_best", "ensemble_val_score")} for m in summaries]
+                                                      "seconds_to_best", "ensemble_val_score",
+                                                      "ensemble_member_score")} for m in summaries]
         self._fit_summary = summary
         # refit_full trains on all rows, without validation: as many members as were kept here, each for
         # the mean of their best epoch counts

@@ -1,5 +1,6 @@
 """``ensemble_members``: networks of one fit trained from different seeds, predictions averaged; a further
-member is trained only while the time limit holds one and kept only if the average validates better."""
+member is trained only while the time limit holds one and kept unless the average validates worse (log loss
+for classification)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+
+from autogluon.core.metrics import log_loss
 
 from autogluon_maya import MayaModel
 from autogluon_maya.maya.defaults import AUTO_MEMBERS, resolve_members
@@ -41,19 +44,47 @@ def _fit(tmp_path, problem_type, hp, time_limit=None, validate=True):
 
 
 @pytest.mark.parametrize("problem_type", ["regression", "binary"])
-def test_members_are_kept_only_while_the_average_validates_better(problem_type, tmp_path, one_torch_thread_seeded):
+def test_members_are_kept_unless_the_average_validates_worse(problem_type, tmp_path, one_torch_thread_seeded):
     model, X_val, y_val = _fit(tmp_path, problem_type, {"ensemble_members": 3})
     members = model._fit_summary["members"]
     assert 1 <= len(members) == len(model.model) <= 3
     assert model.params_trained["ensemble_members"] == len(members)
     assert len({m["seed"] for m in members}) == len(members)  # different seeds
-    # each kept member raised the averaged validation score
-    scores = [m["ensemble_val_score"] for m in members]
-    assert all(b > a for a, b in zip(scores, scores[1:])), scores
-    # the kept average is what the model predicts: its validation score is the last one recorded
-    proba = model.predict_proba(X_val) if problem_type == "binary" else model.predict(X_val)
-    score = model.score_with_y_pred_proba(y=y_val.to_numpy(), y_pred_proba=np.asarray(proba), metric=model.stopping_metric)
-    assert score == pytest.approx(scores[-1], rel=1e-5, abs=1e-6)
+    # no kept member lowered the averaged validation score that judges members (log loss for classification)
+    judged = [m["ensemble_member_score"] for m in members]
+    assert all(b >= a for a, b in zip(judged, judged[1:])), judged
+    # the kept average is what the model predicts: both recorded scores are those of its predictions
+    proba = np.asarray(model.predict_proba(X_val) if problem_type == "binary" else model.predict(X_val))
+    y = y_val.to_numpy()
+    score = model.score_with_y_pred_proba(y=y, y_pred_proba=proba, metric=model.stopping_metric)
+    assert score == pytest.approx(members[-1]["ensemble_val_score"], rel=1e-5, abs=1e-6)
+    judge = log_loss if problem_type == "binary" else model.stopping_metric
+    assert model.score_with_y_pred_proba(y=y, y_pred_proba=proba, metric=judge) == pytest.approx(judged[-1], rel=1e-5)
+
+
+def test_a_member_that_hurts_the_average_is_dropped_and_the_next_still_trains(tmp_path, monkeypatch,
+                                                                                one_torch_thread_seeded):
+    """The second member's predictor is turned against the labels after training: the average with it scores
+    worse, so it goes, and the third member still trains in its planned share and is kept."""
+    from autogluon_maya.maya import trainer
+
+    real = trainer.train_maya
+
+    def second_one_inverted(fitted, **kw):
+        summary = real(fitted, **kw)
+        if kw["seed"] == 7919:  # member 2 of a fit seeded 0
+            with torch.no_grad():
+                fitted.net.predictor.weight.mul_(-1.0)
+                fitted.net.predictor.bias.mul_(-1.0)
+            summary["context_fresh"] = False
+        return summary
+
+    monkeypatch.setattr(trainer, "train_maya", second_one_inverted)
+    model, _, _ = _fit(tmp_path, "binary", {"ensemble_members": 3, "random_seed": 0})
+    s = model._fit_summary
+    assert len(s["members_dropped"]) == 1 and s["members_dropped"][0].startswith("member 2 dropped"), s["members_dropped"]
+    assert [m["seed"] for m in s["members"]] == [0, 2 * 7919] == [m["seed"] for m in s["members"]]
+    assert len(model.model) == 2 and len(s["members_started_with_seconds"]) == 3
 
 
 def test_prediction_is_the_mean_of_the_members_probabilities(tmp_path, one_torch_thread_seeded):
@@ -100,7 +131,7 @@ def test_a_member_starts_when_the_time_to_the_first_best_epoch_fits(tmp_path, on
     limit = (f["train_seconds"] + 1.1 * f["seconds_to_best"] + 0.05 * f["train_seconds"] + 1.0) / 0.95
     model, _, _ = _fit(tmp_path / "b", "regression", {**hp, "ensemble_members": 2}, time_limit=limit)
     s = model._fit_summary
-    assert len(s["members"]) == 2 or s["members_stop"].startswith("no gain"), s["members_stop"]
+    assert len(s["members"]) == 2 or s["members_dropped"], s["members_stop"]
 
 
 def test_refit_full_replays_the_kept_number_of_members(tmp_path, one_torch_thread_seeded):

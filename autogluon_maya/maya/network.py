@@ -34,7 +34,8 @@ def byte_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     n = x.numel()
     draws = torch.randint(-(2**63), 2**63 - 1, ((n + 7) // 8,), dtype=torch.int64, device=x.device)
     keep = draws.view(torch.uint8)[:n].view(x.shape) >= cut
-    return x * keep * (256.0 / (256 - cut))
+    # one multiply by a scaled float mask: x * keep * scale would be two passes forward and two backward
+    return x * keep.to(x.dtype).mul_(256.0 / (256 - cut))
 
 
 class Dropout(nn.Module):
@@ -168,10 +169,16 @@ class MBABlock(nn.Module):
         """
         B, T, d = z.shape
         hd = d // self.h
-        # unbind, not qkv[0..2]: indexing's backward zero-fills a full-size gradient per index
-        q, k, v = self.qkv(z).view(B, T, 3, self.n * self.h, hd).permute(2, 0, 3, 1, 4).unbind(0)
-        if cls_only:
-            q = q[:, :, :1]
+        nh = self.n * self.h
+        if cls_only:  # queries for the [CLS] row only: nearly a third of the projection saved
+            w, b = self.qkv.weight, self.qkv.bias
+            q = F.linear(z[:, :1], w[:d * self.n], None if b is None else b[:d * self.n])
+            q = q.view(B, 1, nh, hd).transpose(1, 2)
+            kv = F.linear(z, w[d * self.n:], None if b is None else b[d * self.n:])
+            k, v = kv.view(B, T, 2, nh, hd).permute(2, 0, 3, 1, 4).unbind(0)
+        else:
+            # unbind, not qkv[0..2]: indexing's backward zero-fills a full-size gradient per index
+            q, k, v = self.qkv(z).view(B, T, 3, nh, hd).permute(2, 0, 3, 1, 4).unbind(0)
         a = F.scaled_dot_product_attention(q, k, v)
         Tq = q.shape[2]
         a = a.view(B, self.n, self.h, Tq, hd).permute(1, 0, 3, 2, 4).reshape(self.n, B * Tq, d)

@@ -498,10 +498,12 @@ def test_learning_rate_decays_on_plateau_or_along_cosine(with_validation):
     assert constant["final_lr"] == 1e-2
 
 
-def test_cls_only_block_equals_the_cls_row_of_the_full_block():
-    """The encoder runs its last block on the [CLS] row alone; that must be the same arithmetic."""
+@pytest.mark.parametrize("bias", [True, False])
+def test_cls_only_block_equals_the_cls_row_of_the_full_block(bias):
+    """The encoder runs its last block on the [CLS] row alone (its query projection on that row only);
+    that must be the same arithmetic, with or without biases."""
     torch.manual_seed(0)
-    block = MBABlock(16, num_heads=4, num_branch=3, intermediate_factor=1.3, dropout=0.0).eval()
+    block = MBABlock(16, num_heads=4, num_branch=3, intermediate_factor=1.3, dropout=0.0, bias=bias).eval()
     block.branch_weights.copy_(torch.tensor([0.2, 0.5, 0.3]))
     z = torch.randn(5, 7, 16)
     full, full_branches = block(z)

@@ -88,7 +88,8 @@ import autogluon_maya
 print(json.dumps({"rows": rows, "wall_s": wall, "cpu_s": cpu, "module": autogluon_maya.__file__}))
 """
 
-PARAMS = {  # today's defaults, with the batch size written out so that both versions use 256 rows
+PARAMS = {  # 172ea17's default size (two MBA blocks; the default is one since session 8), with the batch size
+    # written out so that both versions use 256 rows
     "hidden_size": 64, "num_heads": 4, "num_branch": 2, "num_layers": 2, "intermediate_factor": 2.0,
     "dropout": 0.1, "num_decoder_layers": 1, "decoder_dropout": 0.1, "learning_rate": 1e-3,
     "weight_decay": 1e-5, "batch_size": 256, "lr_scheduler": "none", "patience": None,

@@ -44,10 +44,11 @@ _LIGHT_DOC = """\
 
 - MAYA defaults (hidden_size 64, 1 layer x 2 branches since session 8, lr 1e-3 + ReduceLROnPlateau): sized
   for a 2-core CPU (README "Choosing the defaults"; california_housing at 600 s: 0.4456 with one layer,
-  0.4753 with the earlier two, measured side by side).  The ranks below were measured with two layers.  README "Results" (P1, 600 s per fit): 3rd of 4 by average rank
-  against GBM/CAT/NN_TORCH on four tables, best ROC-AUC on telco_churn (0.8554), i.e. a diverse but
-  not dominant member -- what a stack ensemble wants from it.  Larger MAYA variants did not converge
-  within 10 minutes on 2 cores, hence only the default here.
+  0.4753 with the earlier two, measured side by side).  The ranks below were measured with two layers.
+  README "Results" (P1, 600 s per fit): 3rd of 4 by average rank against GBM/CAT/NN_TORCH on four tables,
+  best ROC-AUC on telco_churn (0.8554), i.e. a diverse but not dominant member -- what a stack ensemble
+  wants from it.  Larger MAYA variants did not converge within 10 minutes on 2 cores, hence only the
+  default here.
 - TABSWIFT defaults (8 members, max_context_rows 2048): the defaults are sized in
   ``tabswift/defaults.py`` to fit 2 CPU cores in seconds to minutes for tables up to ~10k rows; no
   fit step is trained, so it is cheap to include.  NOT yet measured as an ensemble member: the shipped

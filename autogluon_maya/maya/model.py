@@ -22,6 +22,9 @@ from .defaults import DEFAULT_PARAMS, resolve_members, resolve_task_defaults
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
 
+# ensemble members' seeds: the fit's seed, then steps of this stride (tests derive them from it)
+MEMBER_SEED_STRIDE = 7919
+
 class MayaModel(TorchPluginMixin, AbstractTorchModel):
     """MAYA: multi-branch-attention encoder + inter-instance-attention decoder, trained per dataset.
 
@@ -146,27 +149,26 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                 return self._raw_to_proba(f.predict_raw(vx_num, vx_cat, int(p["predict_chunk_size"]),
                                                         p["context_topk"]))
 
-            def score(proba: np.ndarray) -> float:
-                return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=proba, metric=self.stopping_metric)
-
-            def member_score(proba: np.ndarray) -> float:
-                """What decides whether a further member stays: the stopping metric, except that
-                classification is judged by log loss.  Accuracy on satimage's 1,030 validation rows dropped
-                a member twice for one row (0.9049 vs 0.9058, 0.9068 vs 0.9078); a proper score of the
-                averaged probabilities moves with every row's confidence, not only with the rows that flip."""
-                metric = log_loss if kind == "class" else self.stopping_metric
-                return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=proba, metric=metric)
+            def score(proba: np.ndarray, metric=None) -> float:
+                return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=proba,
+                                                    metric=self.stopping_metric if metric is None else metric)
 
             def val_score_fn(f: FittedMaya) -> float:  # the trainer has just refreshed f's context
                 return score(val_proba(f))
 
+        # What decides whether a further member stays: the stopping metric, except that classification is
+        # judged by log loss.  Accuracy on satimage's 1,030 validation rows dropped a member twice for one row
+        # (0.9049 vs 0.9058, 0.9068 vs 0.9078); a proper score of the averaged probabilities moves with every
+        # row's confidence, not only with the rows that flip.
+        member_metric, member_metric_label = ((log_loss, "log loss") if kind == "class"
+                                              else (self.stopping_metric, "stopping metric"))
         max_members = resolve_members(p["ensemble_members"], time_limit)
         members, summaries, member_probas, ensemble_score, dropped = [], [], [], None, []
         members_stop = f"ensemble_members={max_members}"
         started_with = []  # each member's time share when it started (the whole fit's time left for the first)
         member_budget, last_member = budget, max_members - 1
         for i in range(max_members):
-            member_seed = seed + 7919 * i
+            member_seed = seed + MEMBER_SEED_STRIDE * i
             if i > 0 and budget.limit is not None:
                 # Another member needs a share (member_time) of the first one's time to its best epoch (what
                 # came after was early stopping's patience); one cut shorter would mostly add noise to the
@@ -219,19 +221,20 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                 if not member_probas:  # the first member's share, scored only once a second one exists
                     member_probas.append(val_proba(members[0]))
                     summaries[0]["ensemble_val_score"] = score(member_probas[0])
-                    summaries[0]["ensemble_member_score"] = ensemble_score = member_score(member_probas[0])
+                    summaries[0]["ensemble_member_score"] = ensemble_score = score(member_probas[0], member_metric)
                 proba = val_proba(fitted)
-                averaged = member_score(np.mean(member_probas + [proba], axis=0))
+                average = np.mean(member_probas + [proba], axis=0)
+                averaged = score(average, member_metric)
                 if averaged < ensemble_score:
                     # the next member still trains in its planned share: one that hurts the average says
                     # little about the next seed
                     dropped.append(f"member {i + 1} dropped: the average scored {averaged:.4f} on validation "
-                                   f"({'log loss' if kind == 'class' else 'stopping metric'}), "
+                                   f"({member_metric_label}), "
                                    f"{ensemble_score:.4f} without it")
                     logger.log(15, f"\tMAYA: {dropped[-1]}")
                     continue
                 member_probas.append(proba)
-                summary["ensemble_val_score"] = score(np.mean(member_probas, axis=0))
+                summary["ensemble_val_score"] = score(average)
                 summary["ensemble_member_score"] = ensemble_score = averaged
             members.append(fitted)
             summaries.append(summary)

@@ -171,10 +171,9 @@ class MBABlock(nn.Module):
         hd = d // self.h
         nh = self.n * self.h
         if cls_only:  # queries for the [CLS] row only: nearly a third of the projection saved
-            w, b = self.qkv.weight, self.qkv.bias
-            q = F.linear(z[:, :1], w[:d * self.n], None if b is None else b[:d * self.n])
-            q = q.view(B, 1, nh, hd).transpose(1, 2)
-            kv = F.linear(z, w[d * self.n:], None if b is None else b[d * self.n:])
+            w, b, nq = self.qkv.weight, self.qkv.bias, nh * hd  # the first nq output rows are the queries
+            q = F.linear(z[:, :1], w[:nq], None if b is None else b[:nq]).view(B, 1, nh, hd).transpose(1, 2)
+            kv = F.linear(z, w[nq:], None if b is None else b[nq:])
             k, v = kv.view(B, T, 2, nh, hd).permute(2, 0, 3, 1, 4).unbind(0)
         else:
             # unbind, not qkv[0..2]: indexing's backward zero-fills a full-size gradient per index

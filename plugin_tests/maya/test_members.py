@@ -15,6 +15,7 @@ from autogluon.core.metrics import log_loss
 
 from autogluon_maya import MayaModel
 from autogluon_maya.maya.defaults import AUTO_MEMBERS, resolve_members
+from autogluon_maya.maya.model import MEMBER_SEED_STRIDE
 
 SMALL = {"max_epochs": 6, "hidden_size": 16, "num_heads": 2, "num_layers": 1, "patience": 3}
 
@@ -72,7 +73,7 @@ def test_a_member_that_hurts_the_average_is_dropped_and_the_next_still_trains(tm
 
     def second_one_inverted(fitted, **kw):
         summary = real(fitted, **kw)
-        if kw["seed"] == 7919:  # member 2 of a fit seeded 0
+        if kw["seed"] == MEMBER_SEED_STRIDE:  # member 2 of a fit seeded 0
             with torch.no_grad():
                 fitted.net.predictor.weight.mul_(-1.0)
                 fitted.net.predictor.bias.mul_(-1.0)
@@ -83,7 +84,7 @@ def test_a_member_that_hurts_the_average_is_dropped_and_the_next_still_trains(tm
     model, _, _ = _fit(tmp_path, "binary", {"ensemble_members": 3, "random_seed": 0})
     s = model._fit_summary
     assert len(s["members_dropped"]) == 1 and s["members_dropped"][0].startswith("member 2 dropped"), s["members_dropped"]
-    assert [m["seed"] for m in s["members"]] == [0, 2 * 7919] == [m["seed"] for m in s["members"]]
+    assert [m["seed"] for m in s["members"]] == [0, 2 * MEMBER_SEED_STRIDE]
     assert len(model.model) == 2 and len(s["members_started_with_seconds"]) == 3
 
 

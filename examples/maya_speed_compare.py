@@ -88,8 +88,8 @@ import autogluon_maya
 print(json.dumps({"rows": rows, "wall_s": wall, "cpu_s": cpu, "module": autogluon_maya.__file__}))
 """
 
-PARAMS = {  # 172ea17's default size (two MBA blocks; the default is one since session 8), with the batch size
-    # written out so that both versions use 256 rows
+PARAMS = {  # 172ea17's default size (two MBA blocks; the default is one since session 8, ``--num-layers 1``),
+    # with the batch size written out so that both versions use 256 rows
     "hidden_size": 64, "num_heads": 4, "num_branch": 2, "num_layers": 2, "intermediate_factor": 2.0,
     "dropout": 0.1, "num_decoder_layers": 1, "decoder_dropout": 0.1, "learning_rate": 1e-3,
     "weight_decay": 1e-5, "batch_size": 256, "lr_scheduler": "none", "patience": None,
@@ -124,8 +124,11 @@ def main():
                     help="validate on P1's validation rows as a fit does (each version by its own policy: "
                          "172ea17 after every epoch, this checkout every k epochs); the rows/s then count "
                          "validation time too.  Regression datasets only.")
+    ap.add_argument("--num-layers", type=int, default=2,
+                    help="MBA blocks for both versions: 2 is 172ea17's default size, 1 today's default")
     ap.add_argument("--out", default=str(REPO / "examples" / "results" / "maya_throughput"))
     args = ap.parse_args()
+    params = {**PARAMS, "num_layers": args.num_layers}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -134,7 +137,7 @@ def main():
         for threads in args.threads:
             for r in range(args.repeats):
                 for name, root in versions.items():
-                    child = {"data": args.data, "threads": threads, "epochs": args.epochs, "params": PARAMS,
+                    child = {"data": args.data, "threads": threads, "epochs": args.epochs, "params": params,
                              "validation": args.validation}
                     m = json.loads(run_child(root, child).strip().splitlines()[-1])
                     assert m["module"].startswith(str(root)), (name, m["module"])  # the version it claims
@@ -142,8 +145,9 @@ def main():
                                  "rows_per_wall_s": m["rows"] / m["wall_s"], "rows_per_cpu_s": m["rows"] / m["cpu_s"]})
                     print(rows[-1], flush=True)
         for name, root in (versions.items() if not args.validation else ()):  # profiles: steps only
-            prof = run_child(root, {"data": args.data, "threads": 1, "epochs": 1, "params": PARAMS, "profile": True})
+            prof = run_child(root, {"data": args.data, "threads": 1, "epochs": 1, "params": params, "profile": True})
             tag = "baseline" if name.startswith("baseline") else "current"
+            tag += "" if args.num_layers == 2 else f"_L{args.num_layers}"
             (out / f"profile_{tag}.txt").write_text(f"# {name}, 1 thread, 10 training steps at batch 256\n" + prof)
     summary = []
     base = f"baseline {args.baseline}"
@@ -153,13 +157,14 @@ def main():
         summary.append({"threads": threads, **{f"{v} {k}": med[v][k] for v in versions for k in med[v]},
                         "ratio_wall": med["this checkout"]["rows_per_wall_s"] / med[base]["rows_per_wall_s"],
                         "ratio_cpu": med["this checkout"]["rows_per_cpu_s"] / med[base]["rows_per_cpu_s"]})
-    tag = "_with_validation" if args.validation else ""
-    (out / f"speed{tag}.json").write_text(json.dumps({"params": PARAMS, "data": Path(args.data).name,
+    tag = ("_with_validation" if args.validation else "") + ("" if args.num_layers == 2 else f"_L{args.num_layers}")
+    (out / f"speed{tag}.json").write_text(json.dumps({"params": params, "data": Path(args.data).name,
                                                      "validation": args.validation,
                                                 "runs": rows, "summary": summary}, indent=2))
     what = ("validation on P1's validation rows included, each version by its own policy" if args.validation
             else "no validation")
-    md = [f"MAYA training speed on {Path(args.data).name} ({args.epochs} epochs, batch 256, default size, {what}; "
+    md = [f"MAYA training speed on {Path(args.data).name} ({args.epochs} epochs, batch 256, "
+          f"{args.num_layers} MBA block(s), {what}; "
           f"median of {args.repeats} alternating runs). Rows per second of wall-clock and of CPU time.", "",
           "| threads | baseline rows/s (wall) | current rows/s (wall) | ratio (wall) | baseline rows/CPU-s | "
           "current rows/CPU-s | ratio (CPU) |", "|---:|---:|---:|---:|---:|---:|---:|"]

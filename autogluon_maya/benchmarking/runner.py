@@ -127,8 +127,8 @@ def _model_summary(predictor, name: str) -> dict:
         out = {f"fit_{k}": summary[k] for k in SUMMARY_KEYS if k in summary}
         members = summary.get("members")
         if isinstance(members, list):  # MAYA: one dict per network; TabSwift: "members" is a count
-            out["fit_members"] = [{k: m.get(k) for k in ("epochs", "best_epoch", "stop_reason", "train_seconds")}
-                                  for m in members if isinstance(m, dict)]
+            keys = ("num_layers", "epochs", "best_epoch", "stop_reason", "train_seconds")
+            out["fit_members"] = [{k: m[k] for k in keys if k in m} for m in members if isinstance(m, dict)]
         elif members is not None:
             out["fit_members"] = members
         out = _jsonable(out)

@@ -119,12 +119,12 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             from autogluon.core.utils.exceptions import NoValidFeatures
             raise NoValidFeatures("MAYA received no usable features")
 
-        def build_network() -> MayaNetwork:
+        def build_network(num_layers: int) -> MayaNetwork:
             return MayaNetwork(
                 n_num=enc.x_num.shape[1], cat_cardinalities=self._encoder.cat_cardinalities, out_dim=out_dim,
                 label_kind="class" if kind == "class" else "real", num_classes=self.num_classes or 0,
                 hidden_size=hidden, num_heads=int(p["num_heads"]), num_branch=int(p["num_branch"]),
-                num_layers=int(p["num_layers"]), intermediate_factor=float(p["intermediate_factor"]),
+                num_layers=num_layers, intermediate_factor=float(p["intermediate_factor"]),
                 dropout=float(p["dropout"]), if_bias=bool(p["if_bias"]), add_act=bool(p["add_act"]),
                 act_type=p["act_type"], num_decoder_layers=int(p["num_decoder_layers"]),
                 decoder_intermediate_factor=float(p["decoder_intermediate_factor"]),
@@ -167,7 +167,9 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         members_stop = f"ensemble_members={max_members}"
         started_with = []  # each member's time share when it started (the whole fit's time left for the first)
         member_budget, last_member = budget, max_members - 1
+        member_layers = list(p["member_layers"] or [])  # refit_full replays the depths a fit chose
         for i in range(max_members):
+            layers = member_layers[i] if i < len(member_layers) else int(p["num_layers"])
             member_seed = seed + MEMBER_SEED_STRIDE * i
             if i > 0 and budget.limit is not None:
                 # Another member needs a share (member_time) of the first one's time to its best epoch (what
@@ -187,6 +189,17 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                         break
                     last_member = fits
                     member_budget = budget.share(left / fits - v)
+                    deeper = p["deeper_member"]
+                    if (deeper and p["ensemble_members"] in (None, "auto") and not member_layers
+                            and left - v >= float(deeper) * summaries[0]["train_seconds"]):
+                        # Depth is what a one-block encoder lacks where it early-stops early (satimage:
+                        # 0.9087 validation accuracy for one block, 0.9184 for two trained to the limit).
+                        # With this much time left, one deeper member takes all of it instead of two more
+                        # of the same depth; it stays only if the average validates better, as any member.
+                        last_member, layers = 1, int(p["num_layers"]) + 1
+                        member_budget = budget.share(left - v)
+                        logger.log(15, f"\tMAYA: member 2 gets {layers} MBA blocks and {left - v:.0f} s "
+                                       f"(first member: {summaries[0]['train_seconds']:.0f} s)")
                 elif i > last_member:
                     members_stop = f"time: the time left after the first member held {last_member} more"
                     break
@@ -195,7 +208,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             if i > 0:
                 torch.manual_seed(member_seed)  # member 0 keeps the fit's own seeding (as before members)
             started_with.append(member_budget.remaining())
-            fitted = FittedMaya(build_network()).to(device)
+            fitted = FittedMaya(build_network(layers)).to(device)
             start = budget.elapsed()
             summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_label_t, y_target=y_target_t,
                                  sample_weight=w_t, loss_fn=make_loss(kind, self.quantile_levels), params=p,
@@ -215,6 +228,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             summary["train_seconds"] = budget.elapsed() - start
             summary["rows_per_second"] = summary["epochs"] * len(enc) / max(summary["train_seconds"], 1e-9)
             summary["seed"] = member_seed
+            summary["num_layers"] = layers
             at_best = [t for epoch, t, _ in summary["history"] if epoch == summary["best_epoch"]]
             summary["seconds_to_best"] = at_best[0] - start if at_best else summary["train_seconds"]
             if val_proba is not None and i > 0:
@@ -243,13 +257,14 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         summary["members_stop"] = members_stop
         summary["members_dropped"] = dropped
         summary["members_started_with_seconds"] = started_with
-        summary["members"] = [{k: m.get(k) for k in ("seed", "epochs", "best_epoch", "best_score", "stop_reason", "train_seconds",
-                                                      "seconds_to_best", "ensemble_val_score",
-                                                      "ensemble_member_score")} for m in summaries]
+        member_keys = ("seed", "num_layers", "epochs", "best_epoch", "best_score", "stop_reason", "train_seconds",
+                       "seconds_to_best", "ensemble_val_score", "ensemble_member_score")
+        summary["members"] = [{k: m.get(k) for k in member_keys} for m in summaries]
         self._fit_summary = summary
         # refit_full trains on all rows, without validation: as many members as were kept here, each for
         # the mean of their best epoch counts
         self.params_trained["ensemble_members"] = len(members)
+        self.params_trained["member_layers"] = [m["num_layers"] for m in summaries]
         self.params_trained["max_epochs"] = max(1, int(round(np.mean([m["best_epoch"] for m in summaries]))))
         self.params_trained["early_stopping"] = False
         self.params_trained["hidden_size"] = hidden
@@ -313,6 +328,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         task = "classification" if (num_classes or 1) > 1 else "regression"
         b = effective_batch_size(num("batch_size"), n, TASK_DEFAULTS[task]["auto_batch_rows"])
         d, L, br = int(num("hidden_size")), int(num("num_layers")), int(num("num_branch"))
+        L += 1 if num("deeper_member") else 0  # a deeper further member may follow the first
         data = 4 * n * f * 6  # encoded copies, tensors, context encodings
         activ = 4 * b * (f + 1) * d * L * br * 12 * 3  # fwd + bwd, branch-stacked
         context_chunks = 4 * 1024 * (f + 1) * d * br * 12  # eval-mode encoding of 1024 context rows

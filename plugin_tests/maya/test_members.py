@@ -166,3 +166,24 @@ def test_the_time_left_is_split_evenly_among_the_members_it_holds(tmp_path, one_
     assert share < 0.6 * (0.95 * limit - s["members"][0]["train_seconds"])
     assert second["train_seconds"] <= share + 0.5 and second["stop_reason"].startswith("time")
     assert third["train_seconds"] <= s["members_started_with_seconds"][2] + 0.5
+
+
+@pytest.mark.parametrize("hp, depths", [
+    ({}, [1, 2]),  # auto: the time left holds many first members, so one deeper member takes it all
+    ({"ensemble_members": 3}, [1, 1, 1]),  # an explicit count is kept as asked, every member at num_layers
+    ({"deeper_member": None}, [1, 1, 1]),  # the rule switched off
+])
+def test_with_much_time_left_the_one_further_auto_member_is_one_block_deeper(hp, depths, tmp_path,
+                                                                               one_torch_thread_seeded):
+    """A first member of ~1 s under a 40 s limit leaves far more than ``deeper_member`` (3) times its time:
+    with ``ensemble_members="auto"`` the second member gets num_layers + 1 and is the last.  Without
+    validation no member is dropped, so the depths are those trained; refit_full replays them."""
+    model, _, _ = _fit(tmp_path, "binary", {"ensemble_members": "auto", **hp}, time_limit=40.0, validate=False)
+    assert [len(m.net.blocks) for m in model.model.members] == depths
+    assert [m["num_layers"] for m in model._fit_summary["members"]] == depths
+    assert model.params_trained["member_layers"] == depths
+    X, y = _data("binary")
+    refit = MayaModel(path=str(tmp_path / "r"), name="r", problem_type="binary",
+                      hyperparameters={**model.params, **model.params_trained})
+    refit.fit(X=X, y=y, num_cpus=1)
+    assert [len(m.net.blocks) for m in refit.model.members] == depths

@@ -515,6 +515,18 @@ def test_cls_only_block_equals_the_cls_row_of_the_full_block(bias):
     z2 = z.clone()
     z2[:, 3] += 1.0
     assert (block(z2, cls_only=True)[0] - cls).abs().max() > 1e-3
+    # training runs backward through it (its own single-query attention): the same gradients as the full
+    # block's [CLS] row, for every parameter and for the input tokens
+    grads = []
+    for cls_only in (False, True):
+        block.zero_grad()
+        zz = z.clone().requires_grad_(True)
+        out, branches = block(zz, cls_only=cls_only)
+        (out[:, 0].pow(2).sum() + branches.pow(3).sum()).backward()
+        grads.append([zz.grad] + [p.grad.clone() for p in block.parameters() if p.grad is not None])
+    assert len(grads[0]) == len(grads[1])
+    for g_full, g_cls in zip(*grads):
+        torch.testing.assert_close(g_cls, g_full, rtol=1e-4, atol=1e-4)
 
 
 def test_decoder_prelu_is_a_learned_slope_ffn():

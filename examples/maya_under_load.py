@@ -51,14 +51,18 @@ def main():
     ap.add_argument("--data", default=str(REPO.parent / "shared" / "datasets" / "phoneme"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--num-layers", type=int, default=2,
+                    help="MBA blocks for both versions: 2 is 172ea17's default size, 1 today's default")
     ap.add_argument("--out", default=str(REPO / "examples" / "results" / "maya_throughput"))
     args = ap.parse_args()
+    params = {**PARAMS, "num_layers": args.num_layers}
+    tag = "" if args.num_layers == 2 else f"_L{args.num_layers}"
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         versions = {f"baseline {args.baseline}": unpack(args.baseline, Path(tmp)), "this checkout": REPO}
-        child = {"data": args.data, "threads": args.threads, "epochs": args.epochs, "params": PARAMS}
+        child = {"data": args.data, "threads": args.threads, "epochs": args.epochs, "params": params}
         for condition in ("alone", "beside a busy process"):
             busy = subprocess.Popen([sys.executable, "-c", BUSY]) if condition != "alone" else None
             try:
@@ -71,15 +75,15 @@ def main():
             finally:
                 if busy:
                     busy.kill()
-    md = [f"MAYA, {args.epochs} epochs of the default network on {Path(args.data).name}, {args.threads} threads; "
+    md = [f"MAYA, {args.epochs} epochs of a {args.num_layers}-block network on {Path(args.data).name}, {args.threads} threads; "
           "wall seconds alone and beside one busy process (a 1-thread matmul loop).", "",
           "| version | alone s | beside a busy process s | slowdown |", "|---|---:|---:|---:|"]
     for name in versions:
         a = next(r["wall_s"] for r in rows if r["version"] == name and r["condition"] == "alone")
         b = next(r["wall_s"] for r in rows if r["version"] == name and r["condition"] != "alone")
         md.append(f"| {name} | {a:.1f} | {b:.1f} | {b / a:.2f}x |")
-    (out / "load.json").write_text(json.dumps({"params": PARAMS, "args": vars(args), "runs": rows}, indent=2))
-    (out / "load.md").write_text("\n".join(md) + "\n")
+    (out / f"load{tag}.json").write_text(json.dumps({"params": params, "args": vars(args), "runs": rows}, indent=2))
+    (out / f"load{tag}.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 
 

@@ -175,7 +175,7 @@ def test_the_time_left_is_split_evenly_among_the_members_it_holds(tmp_path, one_
 ])
 def test_with_much_time_left_the_one_further_auto_member_is_one_block_deeper(hp, depths, tmp_path,
                                                                                one_torch_thread_seeded):
-    """A first member of ~1 s under a 40 s limit leaves far more than ``deeper_member`` (3) times its time:
+    """A first member of ~1 s under a 40 s limit leaves far more than ``deeper_member`` (2) times its time:
     with ``ensemble_members="auto"`` the second member gets num_layers + 1 and is the last.  Without
     validation no member is dropped, so the depths are those trained; refit_full replays them."""
     model, _, _ = _fit(tmp_path, "binary", {"ensemble_members": "auto", **hp}, time_limit=40.0, validate=False)

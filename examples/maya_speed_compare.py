@@ -97,6 +97,14 @@ PARAMS = {  # 172ea17's default size (two MBA blocks; the default is one since s
 }
 
 
+NUM_LAYERS_HELP = "MBA blocks for both versions: 2 is 172ea17's default size, 1 today's default"
+
+
+def layers_tag(num_layers: int) -> str:
+    """File-name suffix: none at 172ea17's size (the files of earlier sessions), ``_L<n>`` otherwise."""
+    return "" if num_layers == 2 else f"_L{num_layers}"
+
+
 def unpack(ref: str, into: Path) -> Path:
     archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "autogluon_maya"], check=True,
                              capture_output=True).stdout
@@ -124,8 +132,7 @@ def main():
                     help="validate on P1's validation rows as a fit does (each version by its own policy: "
                          "172ea17 after every epoch, this checkout every k epochs); the rows/s then count "
                          "validation time too.  Regression datasets only.")
-    ap.add_argument("--num-layers", type=int, default=2,
-                    help="MBA blocks for both versions: 2 is 172ea17's default size, 1 today's default")
+    ap.add_argument("--num-layers", type=int, default=2, help=NUM_LAYERS_HELP)
     ap.add_argument("--out", default=str(REPO / "examples" / "results" / "maya_throughput"))
     args = ap.parse_args()
     params = {**PARAMS, "num_layers": args.num_layers}
@@ -146,8 +153,7 @@ def main():
                     print(rows[-1], flush=True)
         for name, root in (versions.items() if not args.validation else ()):  # profiles: steps only
             prof = run_child(root, {"data": args.data, "threads": 1, "epochs": 1, "params": params, "profile": True})
-            tag = "baseline" if name.startswith("baseline") else "current"
-            tag += "" if args.num_layers == 2 else f"_L{args.num_layers}"
+            tag = ("baseline" if name.startswith("baseline") else "current") + layers_tag(args.num_layers)
             (out / f"profile_{tag}.txt").write_text(f"# {name}, 1 thread, 10 training steps at batch 256\n" + prof)
     summary = []
     base = f"baseline {args.baseline}"
@@ -157,7 +163,7 @@ def main():
         summary.append({"threads": threads, **{f"{v} {k}": med[v][k] for v in versions for k in med[v]},
                         "ratio_wall": med["this checkout"]["rows_per_wall_s"] / med[base]["rows_per_wall_s"],
                         "ratio_cpu": med["this checkout"]["rows_per_cpu_s"] / med[base]["rows_per_cpu_s"]})
-    tag = ("_with_validation" if args.validation else "") + ("" if args.num_layers == 2 else f"_L{args.num_layers}")
+    tag = ("_with_validation" if args.validation else "") + layers_tag(args.num_layers)
     (out / f"speed{tag}.json").write_text(json.dumps({"params": params, "data": Path(args.data).name,
                                                      "validation": args.validation,
                                                 "runs": rows, "summary": summary}, indent=2))

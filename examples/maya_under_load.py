@@ -21,7 +21,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "examples"))
-from maya_speed_compare import CHILD_SETUP, PARAMS, run_child, unpack  # noqa: E402
+from maya_speed_compare import CHILD_SETUP, NUM_LAYERS_HELP, PARAMS, layers_tag, run_child, unpack  # noqa: E402
 
 CHILD = CHILD_SETUP + r"""
 import inspect
@@ -51,12 +51,11 @@ def main():
     ap.add_argument("--data", default=str(REPO.parent / "shared" / "datasets" / "phoneme"))
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--num-layers", type=int, default=2,
-                    help="MBA blocks for both versions: 2 is 172ea17's default size, 1 today's default")
+    ap.add_argument("--num-layers", type=int, default=2, help=NUM_LAYERS_HELP)
     ap.add_argument("--out", default=str(REPO / "examples" / "results" / "maya_throughput"))
     args = ap.parse_args()
     params = {**PARAMS, "num_layers": args.num_layers}
-    tag = "" if args.num_layers == 2 else f"_L{args.num_layers}"
+    tag = layers_tag(args.num_layers)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -75,8 +74,8 @@ def main():
             finally:
                 if busy:
                     busy.kill()
-    md = [f"MAYA, {args.epochs} epochs of a {args.num_layers}-block network on {Path(args.data).name}, {args.threads} threads; "
-          "wall seconds alone and beside one busy process (a 1-thread matmul loop).", "",
+    md = [f"MAYA, {args.epochs} epochs of a {args.num_layers}-block network on {Path(args.data).name}, "
+          f"{args.threads} threads; wall seconds alone and beside one busy process (a 1-thread matmul loop).", "",
           "| version | alone s | beside a busy process s | slowdown |", "|---|---:|---:|---:|"]
     for name in versions:
         a = next(r["wall_s"] for r in rows if r["version"] == name and r["condition"] == "alone")

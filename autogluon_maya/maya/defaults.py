@@ -52,8 +52,8 @@ DEFAULT_PARAMS = {
     # member's time to its best epoch; the time left is split evenly among as many members as it holds
     "deeper_member": 2.0,  # with ensemble_members="auto": when the time left after the first member holds this
     # many times its training time, the one further member gets one more MBA block and all of that time (a
-    # one-block member early-stops on satimage in 65-90 s of 300, a two-block epoch costs ~3.4x; satimage
-    # 0.8811 -> 0.8959, session 9); None: off
+    # one-block member early-stops on satimage in 53-90 s of 300, a two-block epoch with its validation costs
+    # ~3.5-4.4x; satimage 0.8811 -> 0.8959 / 0.8912, sessions 8-9); None: off
     "member_layers": None,  # per-member MBA blocks, set by a fit for refit_full to replay; None: num_layers
     "validation_every": "auto",  # epochs between validation passes; auto keeps them under ~15 % of the time
     # preprocessing / inference

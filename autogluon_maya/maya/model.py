@@ -193,7 +193,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                     if (deeper and p["ensemble_members"] in (None, "auto") and not member_layers
                             and left - v >= float(deeper) * summaries[0]["train_seconds"]):
                         # Depth is what a one-block encoder lacks where it early-stops early (satimage:
-                        # 0.9087 validation accuracy for one block, 0.9184 for two trained to the limit).
+                        # 0.9087 validation accuracy for three one-block members, 0.9184 for one two-block
+                        # network trained to the limit).
                         # With this much time left, one deeper member takes all of it instead of two more
                         # of the same depth; it stays only if the average validates better, as any member.
                         last_member, layers = 1, int(p["num_layers"]) + 1

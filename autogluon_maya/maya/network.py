@@ -134,7 +134,7 @@ def single_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) ->
     Why not ``F.scaled_dot_product_attention``: with one query its fused CPU kernel was ~17 % of a
     one-block training step (forward + backward, california_housing, batch 256, 1 thread, torch profiler);
     products and sums over the strided (B, H, T, hd) view do the same arithmetic without a contiguous copy.
-    A one-block training step got 1-7 % faster (A/B in one process, letter-, california- and satimage-shaped
+    A one-block training step got 0.6-7 % faster (A/B in one process, letter-, california- and satimage-shaped
     batches, 1 and 2 threads, session 9).
     """
     scores = (k * q).sum(-1, keepdim=True) * (q.shape[-1] ** -0.5)  # (B, H, T, 1)
@@ -188,7 +188,7 @@ class MBABlock(nn.Module):
             q = F.linear(z[:, :1], w[:nq], None if b is None else b[:nq]).view(B, nh, 1, hd)
             kv = F.linear(z, w[nq:], None if b is None else b[nq:])
             # keys and values stay in the projection's (B, T, H, hd) layout, seen as (B, H, T, hd) by
-            # strides: the elementwise attention needs no contiguous copy (forward or backward)
+            # strides: the elementwise attention reads them there, with no contiguous copy in the forward
             k, v = kv.view(B, T, 2, nh, hd).permute(2, 0, 3, 1, 4).unbind(0)
             a = single_query_attention(q, k, v)
         else:

@@ -18,6 +18,7 @@ from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorch
 from ..common.ag_model import TorchPluginMixin, param_value
 
 from .defaults import DEFAULT_PARAMS, resolve_members, resolve_task_defaults
+from .members import plan_further_members
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
@@ -166,46 +167,34 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         members, summaries, member_probas, ensemble_score, dropped = [], [], [], None, []
         members_stop = f"ensemble_members={max_members}"
         started_with = []  # each member's time share when it started (the whole fit's time left for the first)
-        member_budget, last_member = budget, max_members - 1
+        member_budget, deeper_planned = budget, False
         member_layers = list(p["member_layers"] or [])  # refit_full replays the depths a fit chose
         for i in range(max_members):
             layers = member_layers[i] if i < len(member_layers) else int(p["num_layers"])
             member_seed = seed + MEMBER_SEED_STRIDE * i
             if i > 0 and budget.limit is not None:
-                # Another member needs a share (member_time) of the first one's time to its best epoch (what
-                # came after was early stopping's patience); one cut shorter would mostly add noise to the
-                # average.  The time left is planned once, after the first member: split evenly among as many
-                # members as it holds, each annealing its rate to the end of its own share (budget_anneal).
-                # Each member is scored on validation after it trains (one pass; the first member's own pass
-                # comes once a second exists).
-                v = summaries[0]["validation_seconds"] or 0.0
-                if i == 1:
-                    need = float(p["member_time"]) * summaries[0]["seconds_to_best"]
-                    left = budget.remaining() - v
-                    fits = min(max_members - 1, int(left // (need + v))) if need + v > 0 else max_members - 1
-                    if fits < 1:
-                        members_stop = f"time: another member needs ~{need:.1f} s, {max(left, 0.0):.1f} s left"
-                        logger.log(15, f"\tMAYA: 1 member; {members_stop}")
-                        break
-                    last_member = fits
-                    member_budget = budget.share(left / fits - v)
-                    deeper = p["deeper_member"]
-                    if (deeper and p["ensemble_members"] in (None, "auto") and not member_layers
-                            and left - v >= float(deeper) * summaries[0]["train_seconds"]):
-                        # Depth is what a one-block encoder lacks where it early-stops early (satimage:
-                        # 0.9087 validation accuracy for three one-block members, 0.9184 for one two-block
-                        # network trained to the limit).
-                        # With this much time left, one deeper member takes all of it instead of two more
-                        # of the same depth; it stays only if the average validates better, as any member.
-                        last_member, layers = 1, int(p["num_layers"]) + 1
-                        member_budget = budget.share(left - v)
-                        logger.log(15, f"\tMAYA: member 2 gets {layers} MBA blocks and {left - v:.0f} s "
-                                       f"(first member: {summaries[0]['train_seconds']:.0f} s)")
-                elif i > last_member:
-                    members_stop = f"time: the time left after the first member held {last_member} more"
+                # Planned again before each further member, from the time actually left: a member that
+                # early-stops leaves time for another (letter, 600 s: the second member stopped after 167 s of
+                # its 395 s and 224 s went unused when the plan was made once).  Each member is scored on
+                # validation after it trains (one pass) and anneals its rate to the end of its own share.
+                if deeper_planned:
+                    members_stop = "the deeper member took all the time left"
                     break
-                else:
-                    member_budget = budget.share(budget.remaining() / (last_member - i + 1) - v)
+                plan = plan_further_members(
+                    time_left=budget.remaining(), validation_seconds=summaries[0]["validation_seconds"] or 0.0,
+                    first_train_seconds=summaries[0]["train_seconds"],
+                    first_seconds_to_best=summaries[0]["seconds_to_best"], max_further=max_members - i,
+                    num_layers=int(p["num_layers"]), member_time=float(p["member_time"]),
+                    deeper_member=p["deeper_member"],
+                    may_deepen=i == 1 and p["ensemble_members"] in (None, "auto") and not member_layers)
+                logger.log(15, f"\tMAYA: member {i + 1}: {plan.reason}")
+                if plan.further < 1:
+                    members_stop = plan.reason
+                    break
+                deeper_planned = plan.num_layers > int(p["num_layers"])
+                if not member_layers:  # a replay (refit_full) keeps the depths it was given
+                    layers = plan.num_layers
+                member_budget = budget.share(plan.seconds)
             if i > 0:
                 torch.manual_seed(member_seed)  # member 0 keeps the fit's own seeding (as before members)
             started_with.append(member_budget.remaining())
@@ -329,7 +318,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         task = "classification" if (num_classes or 1) > 1 else "regression"
         b = effective_batch_size(num("batch_size"), n, TASK_DEFAULTS[task]["auto_batch_rows"])
         d, L, br = int(num("hidden_size")), int(num("num_layers")), int(num("num_branch"))
-        L += 1 if num("deeper_member") else 0  # a deeper further member may follow the first
+        if num("deeper_member") and num("ensemble_members") in (None, "auto"):
+            L += 1  # a deeper further member may follow the first
         data = 4 * n * f * 6  # encoded copies, tensors, context encodings
         activ = 4 * b * (f + 1) * d * L * br * 12 * 3  # fwd + bwd, branch-stacked
         context_chunks = 4 * 1024 * (f + 1) * d * br * 12  # eval-mode encoding of 1024 context rows

@@ -168,6 +168,26 @@ def test_the_time_left_is_split_evenly_among_the_members_it_holds(tmp_path, one_
     assert third["train_seconds"] <= s["members_started_with_seconds"][2] + 0.5
 
 
+def test_time_a_member_leaves_unused_goes_to_another_member(tmp_path, one_torch_thread_seeded):
+    """The plan is made again before each member: when the time left after the first holds only one more
+    member but that member ends early (here at max_epochs), a third still starts in what it left."""
+    hp = {"max_epochs": 6, "patience": None, "ensemble_members": 3, "member_time": 10.0}
+    _fit(tmp_path / "warm", "regression", {**hp, "max_epochs": 2}, validate=False)
+    first, _, _ = _fit(tmp_path / "a", "regression", {**hp, "ensemble_members": 1}, validate=False)
+    one = first._fit_summary["train_seconds"]
+    # after the first member ~15 members' time is left: one needs 10 (member_time x its time), so the plan
+    # before member 2 holds one more; member 2 takes ~1 of it, and the ~14 left still hold one
+    limit = 16 * one / 0.95
+    t0 = time.time()
+    model, _, _ = _fit(tmp_path / "b", "regression", hp, time_limit=limit, validate=False)
+    assert time.time() - t0 <= 1.05 * limit + 2
+    s = model._fit_summary
+    need = hp["member_time"] * s["members"][0]["seconds_to_best"]
+    assert s["members_started_with_seconds"][1] < 2 * need  # the first plan held one more member, not two
+    assert len(s["members"]) == 3, s["members_stop"]
+    assert s["members"][1]["train_seconds"] < 0.5 * s["members_started_with_seconds"][1]  # it ended early
+
+
 @pytest.mark.parametrize("hp, depths", [
     ({}, [1, 2]),  # auto: the time left holds many first members, so one deeper member takes it all
     ({"ensemble_members": 3}, [1, 1, 1]),  # an explicit count is kept as asked, every member at num_layers
@@ -187,3 +207,33 @@ def test_with_much_time_left_the_one_further_auto_member_is_one_block_deeper(hp,
                       hyperparameters={**model.params, **model.params_trained})
     refit.fit(X=X, y=y, num_cpus=1)
     assert [len(m.net.blocks) for m in refit.model.members] == depths
+
+
+def _plan(**kw):
+    from autogluon_maya.maya.members import plan_further_members
+
+    args = dict(time_left=100.0, validation_seconds=2.0, first_train_seconds=30.0, first_seconds_to_best=20.0,
+                max_further=2, num_layers=1, member_time=1.1, deeper_member=2.0, may_deepen=True)
+    return plan_further_members(**{**args, **kw})
+
+
+def test_the_plan_splits_the_time_left_evenly_among_the_members_it_holds():
+    # 98 s after the first member's validation pass; a member needs 1.1 x 20 s + a 2 s pass: 4 fit, 2 allowed
+    plan = _plan(may_deepen=False)
+    assert (plan.further, plan.num_layers) == (2, 1)
+    assert plan.seconds == pytest.approx(98.0 / 2 - 2.0)  # each share leaves room for its validation pass
+    plan = _plan(may_deepen=False, time_left=40.0)  # 38 s hold one member of 24 s
+    assert (plan.further, plan.seconds) == (1, pytest.approx(36.0))
+    plan = _plan(time_left=20.0)
+    assert plan.further == 0 and "needs ~22.0 s" in plan.reason
+
+
+def test_the_plan_gives_all_the_time_to_one_deeper_member_only_past_the_threshold():
+    # 98 - 2 = 96 s >= 2 x 30 s: one member, one block deeper, all the time left but its validation pass
+    plan = _plan()
+    assert (plan.further, plan.num_layers, plan.seconds) == (1, 2, pytest.approx(96.0))
+    # just under 2 x the first member's training time: two members of the first one's depth instead
+    plan = _plan(first_train_seconds=48.5)
+    assert (plan.further, plan.num_layers) == (2, 1)
+    assert _plan(deeper_member=None).num_layers == 1
+    assert _plan(may_deepen=False).num_layers == 1

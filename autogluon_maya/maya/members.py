@@ -29,6 +29,7 @@ def plan_further_members(*, time_left: float, validation_seconds: float, first_t
       left of at least ``deeper_member`` x the first member's training time goes whole to one member with one
       more MBA block: depth is what a one-block encoder lacks where it early-stops early (satimage: 0.9087
       validation accuracy for three one-block members, 0.9184 for one two-block network trained to the limit).
+      It is the last member, and stays, as any member, only if the average validates better.
     """
     v = validation_seconds or 0.0
     # one pass held back: before the second member it scores the first member's share of the average, later it

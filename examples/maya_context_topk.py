@@ -50,12 +50,14 @@ def main():
                       fit_weighted_ensemble=False, num_cpus=2, num_gpus=0, raise_on_model_failure=True)
         fit_s = time.perf_counter() - t0
         model = predictor._trainer.load_model(predictor.model_names()[0])
+        # the model's own inputs and label codes, once per part: only context_topk changes between scorings
+        parts = {part: (predictor.transform_features(df.drop(columns=[ds.target]), model=model.name),
+                        predictor._learner.label_cleaner.transform(df[ds.target]).to_numpy())
+                 for part, df in (("val", val), ("test", test))}
         for k in args.topk.split(","):
             model.params["context_topk"] = None if k.lower() == "none" else int(k)  # read at predict time
             row = {"dataset": name, "topk": model.params["context_topk"], "fit_s": round(fit_s, 1)}
-            for part, df in (("val", val), ("test", test)):
-                X = predictor.transform_features(df.drop(columns=[ds.target]), model=model.name)
-                y = predictor._learner.label_cleaner.transform(df[ds.target]).to_numpy()
+            for part, (X, y) in parts.items():
                 proba = model.predict_proba(X)
                 pred = np.argmax(proba, axis=1) if proba.ndim == 2 else (proba > 0.5).astype(int)
                 row[f"{part}_accuracy"] = float(np.mean(pred == y))

@@ -174,8 +174,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             member_seed = seed + MEMBER_SEED_STRIDE * i
             if i > 0 and budget.limit is not None:
                 # Planned again before each further member, from the time actually left: a member that
-                # early-stops leaves time for another (letter, 600 s: the second member stopped after 167 s of
-                # its 395 s and 224 s went unused when the plan was made once).  Each member is scored on
+                # early-stops leaves time for another (letter, 600 s: with the plan made once, the second member
+                # early-stopped after 167 s and the fit ended at 376 s of 600).  Each member is scored on
                 # validation after it trains (one pass) and anneals its rate to the end of its own share.
                 if deeper_planned:
                     members_stop = "the deeper member took all the time left"

@@ -128,17 +128,31 @@ class FeatureTokenizer(nn.Module):
         return torch.cat([self.cls.expand(x.shape[0], -1, -1), x], dim=1)
 
 
-def single_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """softmax(q k^T / sqrt(hd)) v for one query row per (row, head): q (B, H, 1, hd), k/v (B, H, T, hd).
+def folded_single_query_attention(z: torch.Tensor, q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor,
+                                  b_v: Optional[torch.Tensor]) -> torch.Tensor:
+    """Attention of one query row per (row, head) over every token, without projecting the tokens to keys
+    and values.  z (B, T, d) tokens; q (B, H, hd) projected queries, or (1, H, hd): one query for every row
+    (the first block's [CLS], the learned token itself); w_k / w_v (H * hd, d), b_v (H * hd,).
+    Returns (B, H, hd).
 
-    Why not ``F.scaled_dot_product_attention``: with one query its fused CPU kernel was ~17 % of a
-    one-block training step (forward + backward, california_housing, batch 256, 1 thread, torch profiler);
-    products and sums over the strided (B, H, T, hd) view do the same arithmetic without a contiguous copy.
-    A one-block training step got 0.6-7 % faster (A/B in one process, letter-, california- and satimage-shaped
-    batches, 1 and 2 threads, session 9).
+    Exact algebra, not an approximation:  q . (W_k z_t + b_k) = (W_k^T q) . z_t + q . b_k, and the last term
+    is the same for every token t, so the softmax ignores it (the key bias has no effect, and no gradient,
+    in any attention); and sum_t p_t (W_v z_t + b_v) = W_v (sum_t p_t z_t) + b_v since the p_t sum to one.
+    Why: projecting every token costs B T d (2 H hd) multiply-adds; folding the projections into the one
+    query costs B H d (2 T + 2 hd), hd / (1 + hd / T) times fewer at the default size (hd = 16, T = 17 on
+    letter: ~8x).  The key/value projection was the largest matmul of a one-block training step.
     """
-    scores = (k * q).sum(-1, keepdim=True) * (q.shape[-1] ** -0.5)  # (B, H, T, 1)
-    return (torch.softmax(scores, dim=-2) * v).sum(-2, keepdim=True)  # (B, H, 1, hd)
+    B, T, d = z.shape
+    H, hd = q.shape[1], q.shape[2]
+    # per head: W_k,h^T q_h, a d-vector that scores every token by one dot product
+    q_tok = torch.bmm(q.transpose(0, 1), w_k.view(H, hd, d)).transpose(0, 1) * (hd ** -0.5)  # (B or 1, H, d)
+    if q.shape[0] == 1 and B > 1:  # one query for all rows: every token scored by a single matmul
+        p = torch.softmax((z.reshape(B * T, d) @ q_tok[0].T).view(B, T, H), dim=1).transpose(1, 2)
+    else:
+        p = torch.softmax(torch.bmm(q_tok, z.transpose(1, 2)), dim=-1)  # (B, H, T)
+    z_read = torch.bmm(p, z)  # (B, H, d): the attention-weighted tokens
+    out = torch.bmm(z_read.transpose(0, 1), w_v.view(H, hd, d).transpose(1, 2)).transpose(0, 1)  # (B, H, hd)
+    return out if b_v is None else out + b_v.view(H, hd)
 
 
 class MBABlock(nn.Module):
@@ -169,8 +183,10 @@ class MBABlock(nn.Module):
         self.use_branch_weights = use_branch_weights
         self.register_buffer("branch_weights", torch.full((num_branch,), 1.0 / num_branch))
 
-    def branch_outputs(self, z: torch.Tensor, cls_only: bool = False) -> torch.Tensor:
+    def branch_outputs(self, z: torch.Tensor, cls_only: bool = False, z0: Optional[torch.Tensor] = None
+                       ) -> torch.Tensor:
         """(B, T, d) -> (n_branch, B, T', d): every Branch_j(z), T' = T, or 1 with ``cls_only``.
+        ``z0``: the [CLS] rows ``z[:, :1]`` when the caller has them apart (see ``forward``).
 
         ``cls_only`` computes the rows of the [CLS] token alone (its query against every key), which
         is all the last block has to deliver: the encoder reads only [CLS] states, and every step after
@@ -183,27 +199,25 @@ class MBABlock(nn.Module):
         B, T, d = z.shape
         hd = d // self.h
         nh = self.n * self.h
-        if cls_only:  # queries for the [CLS] row only: nearly a third of the projection saved
-            w, b, nq = self.qkv.weight, self.qkv.bias, nh * hd  # the first nq output rows are the queries
-            q = F.linear(z[:, :1], w[:nq], None if b is None else b[:nq]).view(B, nh, 1, hd)
-            kv = F.linear(z, w[nq:], None if b is None else b[nq:])
-            # keys and values stay in the projection's (B, T, H, hd) layout, seen as (B, H, T, hd) by
-            # strides: the elementwise attention reads them there, with no contiguous copy in the forward
-            k, v = kv.view(B, T, 2, nh, hd).permute(2, 0, 3, 1, 4).unbind(0)
-            a = single_query_attention(q, k, v)
+        if cls_only:  # the [CLS] row's query alone, its key/value projections folded into it
+            w, b, nq = self.qkv.weight, self.qkv.bias, nh * hd  # rows: queries, keys, values
+            z0 = z[:, :1] if z0 is None else z0
+            q = F.linear(z0[:, 0], w[:nq], None if b is None else b[:nq]).view(-1, nh, hd)
+            a = folded_single_query_attention(z, q, w[nq:2 * nq], w[2 * nq:],
+                                              None if b is None else b[2 * nq:]).unsqueeze(2)  # (B, nh, 1, hd)
+            Tq = 1
         else:
             # unbind, not qkv[0..2]: indexing's backward zero-fills a full-size gradient per index
             q, k, v = self.qkv(z).view(B, T, 3, nh, hd).permute(2, 0, 3, 1, 4).unbind(0)
             a = F.scaled_dot_product_attention(q, k, v)
-        Tq = q.shape[2]
+            Tq = T
         a = a.view(B, self.n, self.h, Tq, hd).permute(1, 0, 3, 2, 4).reshape(self.n, B * Tq, d)
         if self.training and self.attn_dropout > 0:
             a = byte_dropout(a, self.attn_dropout, True)
         a = torch.bmm(a, self.out_weight)  # per-branch output projection
         if self.out_bias is not None:
             a = a + self.out_bias.unsqueeze(1)
-        zq = z[:, :1] if cls_only else z
-        a = a.view(self.n, B, Tq, d) + zq.unsqueeze(0)
+        a = a.view(self.n, B, Tq, d) + (z0 if cls_only else z).unsqueeze(0)
         f = self.ffn(a)
         # the per-branch LayerNorms LN_j as one normalization plus each branch's affine, broadcast
         weight = torch.stack([norm.weight for norm in self.branch_norms]).view(self.n, 1, 1, d)
@@ -215,11 +229,21 @@ class MBABlock(nn.Module):
         w = self.branch_weights if self.use_branch_weights else torch.full_like(self.branch_weights, 1 / self.n)
         return self.out_norm(torch.einsum("n,nbtd->btd", w.to(branches.dtype), branches) + z)
 
-    def forward(self, z: torch.Tensor, cls_only: bool = False) -> Tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, z: torch.Tensor, cls_only: bool = False, z0: Optional[torch.Tensor] = None
+                ) -> Tuple[torch.Tensor, torch.Tensor]:
         """Returns the block output (only its [CLS] row with ``cls_only``) and the per-branch [CLS]
-        states (n_branch, B, d)."""
-        branches = self.branch_outputs(z, cls_only)
-        return self.combine(z[:, :1] if cls_only else z, branches), branches[:, :, 0]
+        states (n_branch, B, d).
+
+        ``z0`` (with ``cls_only``): the [CLS] rows, (B, 1, d), or (1, 1, d) when they are all the same
+        (the first block's input, the learned token).  Given, they need not be sliced out of ``z``: each
+        slice's backward zero-fills a gradient the size of ``z`` (three per step were ~10 % of a letter
+        step, 1 thread), and one shared row lets a single matmul score every token."""
+        if cls_only:
+            z0 = z[:, :1] if z0 is None else z0
+            branches = self.branch_outputs(z, True, z0)
+            return self.combine(z0, branches), branches[:, :, 0]
+        branches = self.branch_outputs(z)
+        return self.combine(z, branches), branches[:, :, 0]
 
 
 class IAILBlock(nn.Module):
@@ -306,7 +330,8 @@ class MayaNetwork(nn.Module):
         last = len(self.blocks) - 1
         for i, block in enumerate(self.blocks):
             # nothing reads the last block's feature tokens: compute its [CLS] row only
-            z, b = block(z, cls_only=i == last)
+            # the first block's [CLS] rows are the learned token itself (the tokenizer prepends it)
+            z, b = block(z, cls_only=i == last, z0=self.tokenizer.cls if i == 0 else None)
             cls_states.append(z[:, 0])
             branch_cls.append(b)
         enc = self.encoder_norm(torch.stack(cls_states).mean(0))

@@ -529,6 +529,39 @@ def test_cls_only_block_equals_the_cls_row_of_the_full_block(bias):
         torch.testing.assert_close(g_cls, g_full, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("n_cat", [0, 2])
+def test_one_block_encoder_equals_the_full_block_on_the_shared_cls_query(n_cat):
+    """A one-block encoder scores every token with the learned [CLS] token's query alone (one query for
+    all rows, the key and value projections folded into it): the same encodings and the same gradients as
+    running the paper's full block over every token and reading its [CLS] row."""
+    torch.manual_seed(0)
+    net = MayaNetwork(n_num=4, cat_cardinalities=[3] * n_cat, out_dim=3, label_kind="class", num_classes=3,
+                      hidden_size=16, num_heads=2, num_branch=3, num_layers=1, dropout=0.0).eval()
+    net.blocks[0].branch_weights.copy_(torch.tensor([0.2, 0.5, 0.3]))
+    with torch.no_grad():
+        net.tokenizer.cls.normal_()  # a [CLS] far from its init, so the query is not near zero
+    x_num, x_cat = torch.randn(6, 4), torch.randint(0, 4, (6, n_cat))
+    grads = []
+    for folded in (False, True):
+        net.zero_grad()
+        if folded:
+            enc, branches = net.encode(x_num, x_cat, return_branches=True)
+        else:
+            full, b = net.blocks[0](net.tokenizer(x_num, x_cat))  # every token's row, then its [CLS] row
+            enc, branches = net.encoder_norm(full[:, 0]), [b]
+        (enc.pow(2).sum() + branches[0].pow(3).sum()).backward()
+        grads.append((enc.detach(), branches[0].detach(),
+                      {k: p.grad.clone() for k, p in net.named_parameters() if p.grad is not None}))
+    torch.testing.assert_close(grads[1][0], grads[0][0], rtol=0, atol=1e-5)
+    torch.testing.assert_close(grads[1][1], grads[0][1], rtol=0, atol=1e-5)
+    # the key bias gets no gradient in either (softmax ignores a shift shared by every key); all others match
+    assert grads[1][2].keys() == grads[0][2].keys()
+    for k in grads[0][2]:
+        torch.testing.assert_close(grads[1][2][k], grads[0][2][k], rtol=1e-4, atol=1e-5, msg=k)
+    # and different rows still get different encodings (the shared query reads each row's own tokens)
+    assert (grads[1][0][0] - grads[1][0][1]).abs().max() > 1e-3
+
+
 def test_decoder_prelu_is_a_learned_slope_ffn():
     """Table 12 offers decoder_act_type relu|prelu; prelu has a learned negative slope (0.25 at init)."""
     net = MayaNetwork(n_num=3, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,

@@ -11,12 +11,32 @@ against the paper's formulas in isolation (``plugin_tests/maya/test_network.py``
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 from typing import List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def dropout_generator(generator: Optional[torch.Generator]):
+    """Draw the CPU dropout masks of the calling thread from ``generator`` for the duration.
+
+    Why: ensemble members train in parallel threads (``MayaModel``); drawing from torch's global generator,
+    their masks would depend on how the threads interleave, and the same seed would not train the same
+    network twice.  A generator per member keeps each member's random stream its own."""
+    previous = getattr(_local, "generator", None)
+    _local.generator = generator
+    try:
+        yield
+    finally:
+        _local.generator = previous
 
 
 def byte_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
@@ -25,14 +45,20 @@ def byte_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     Why not ``F.dropout``: on CPU its per-element Bernoulli sampling was ~40 % of MAYA's step time at the
     default size; this mask costs ~1/3 of it (measured: 3.6 -> 1.3 ms on a 590k-element tensor, 2 threads,
     ``examples/results/maya_throughput``).  On GPU, sampling is cheap, so torch's own kernel is used.
+    The masks come from the thread's ``dropout_generator`` when one is set (CPU only).
     """
     if not training or p <= 0:
         return x
     cut = int(round(p * 256))
-    if x.is_cuda or cut < 1 or cut > 255:  # rates the 1/256 grid cannot express go to torch's kernel
-        return F.dropout(x, p, True)
+    generator = None if x.is_cuda else getattr(_local, "generator", None)
+    if x.is_cuda or cut < 1 or cut > 255 or p >= 1:  # rates the 1/256 grid cannot express
+        if generator is None or p >= 1:
+            return F.dropout(x, p, True)
+        keep = torch.rand(x.shape, generator=generator, device=x.device) >= p
+        return x * keep.to(x.dtype).mul_(1.0 / (1.0 - p))
     n = x.numel()
-    draws = torch.randint(-(2**63), 2**63 - 1, ((n + 7) // 8,), dtype=torch.int64, device=x.device)
+    draws = torch.randint(-(2**63), 2**63 - 1, ((n + 7) // 8,), dtype=torch.int64, device=x.device,
+                          generator=generator)
     keep = draws.view(torch.uint8)[:n].view(x.shape) >= cut
     # one multiply by a scaled float mask: x * keep * scale would be two passes forward and two backward
     return x * keep.to(x.dtype).mul_(256.0 / (256 - cut))

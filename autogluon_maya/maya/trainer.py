@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..common.training import AdaptiveThreads, BestCheckpoint, TimeBudget, autocast, batch_slices, torch_threads
-from .network import MayaNetwork
+from .network import MayaNetwork, dropout_generator
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
@@ -431,78 +431,81 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
                            f"(best {ckpt.best_score:.4f} @ {ckpt.best_epoch})")
         return True
 
-    for epoch in range(1, max_epochs + 1):
-        # keep time for the context encoding that follows training when the restored weights need it
-        reserve = clock.encode_estimate(n, batch_size)
-        if epoch_time and budget.remaining() < epoch_time + reserve:
-            stop_reason = "time: not enough left for another epoch"
-            if val_score_fn is not None and last_validated < epochs_done:
-                validate(epochs_done)  # the epochs trained since the last pass may hold the best weights
-            break
-        t0 = budget.elapsed()
-        use_memory = memory_size > 0 and n > 2
-        if use_memory and memory_enc is None:
-            if clock.validation is not None and budget.remaining() < clock.validation + clock.step:
-                stop_reason = "time: not enough left to encode the training memory"
-                break
-            memory_enc = fitted.set_context(x_num, x_cat, y_label)
-        net.train()
-        interrupted = False
-        t_train = time.perf_counter()
-        for idx in batch_slices(n, batch_size, rng):
-            if budget.remaining() < clock.step + reserve:
-                interrupted, stop_reason = True, "time: not enough left for another step"
-                break
-            t_step = time.perf_counter()
-            threads.before_step(allow_probe=budget.remaining() > 10 * clock.step + reserve)
-            idx_t = torch.from_numpy(idx).to(device)
-            yl, yt = y_label[idx_t], y_target[idx_t]
-            mem = {}
-            if use_memory:
-                m_idx = torch.from_numpy(rng.choice(n, size=min(memory_size, n), replace=False)).to(device)
-                mem = {"memory_enc": memory_enc[m_idx], "memory_y": y_label[m_idx],
-                       "memory_mask": idx_t.view(-1, 1) == m_idx.view(1, -1)}
-            with autocast(device):
-                out, branches = net.forward_train(x_num[idx_t], x_cat[idx_t], yl, return_branches=True, **mem)
-            per_row = loss_fn(out, yt)
-            loss = (per_row * sample_weight[idx_t]).sum() / sample_weight[idx_t].sum() \
-                if sample_weight is not None else per_row.mean()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if anneal.window is not None:  # without a window the rate is the schedulers' (refit_full's cosine)
-                f = anneal.factor(budget.remaining() - reserve)
-                for g, lr in zip(opt.param_groups, base_lrs):
-                    g["lr"] = lr * f
-            opt.step()
-            last_lr = opt.param_groups[0]["lr"]
-            if use_bw:
-                net.update_branch_weights(branches, lambda q: loss_fn(q, yt).mean(), params["branch_momentum"])
-            if weight_avg is not None:
-                weight_avg.update(net)
-            threads.after_step()
-            steps += 1
-            clock.record_step(time.perf_counter() - t_step)
+    # this member's dropout masks come from its own generator: members trained in parallel threads must
+    # not draw from one shared stream (see network.dropout_generator)
+    with dropout_generator(torch.Generator().manual_seed(int(seed))):
+        for epoch in range(1, max_epochs + 1):
+            # keep time for the context encoding that follows training when the restored weights need it
             reserve = clock.encode_estimate(n, batch_size)
-        if steps == 0:
-            break
-        epoch_train_s = time.perf_counter() - t_train
-        epochs_done = epoch
-        memory_enc = None  # this epoch's steps changed the weights
-        # validate now unless the budget holds another epoch, a pass after it, the final encoding (reserve)
-        # and one more pass as a margin
-        last_chance = budget.remaining() < epoch_train_s + 2 * (clock.validation or 0.0) + reserve
-        due = epoch - last_validated >= every or epoch == max_epochs or interrupted or last_chance
-        if val_score_fn is not None and due and not validate(epoch):
-            stop_reason = "time: not enough left for a validation pass"
-            break
-        if cosine is not None:
-            cosine.step()
-        epoch_time = budget.elapsed() - t0
-        if interrupted:
-            break
-        if ckpt.should_stop():
-            stop_reason = "early stopping"
-            break
+            if epoch_time and budget.remaining() < epoch_time + reserve:
+                stop_reason = "time: not enough left for another epoch"
+                if val_score_fn is not None and last_validated < epochs_done:
+                    validate(epochs_done)  # the epochs trained since the last pass may hold the best weights
+                break
+            t0 = budget.elapsed()
+            use_memory = memory_size > 0 and n > 2
+            if use_memory and memory_enc is None:
+                if clock.validation is not None and budget.remaining() < clock.validation + clock.step:
+                    stop_reason = "time: not enough left to encode the training memory"
+                    break
+                memory_enc = fitted.set_context(x_num, x_cat, y_label)
+            net.train()
+            interrupted = False
+            t_train = time.perf_counter()
+            for idx in batch_slices(n, batch_size, rng):
+                if budget.remaining() < clock.step + reserve:
+                    interrupted, stop_reason = True, "time: not enough left for another step"
+                    break
+                t_step = time.perf_counter()
+                threads.before_step(allow_probe=budget.remaining() > 10 * clock.step + reserve)
+                idx_t = torch.from_numpy(idx).to(device)
+                yl, yt = y_label[idx_t], y_target[idx_t]
+                mem = {}
+                if use_memory:
+                    m_idx = torch.from_numpy(rng.choice(n, size=min(memory_size, n), replace=False)).to(device)
+                    mem = {"memory_enc": memory_enc[m_idx], "memory_y": y_label[m_idx],
+                           "memory_mask": idx_t.view(-1, 1) == m_idx.view(1, -1)}
+                with autocast(device):
+                    out, branches = net.forward_train(x_num[idx_t], x_cat[idx_t], yl, return_branches=True, **mem)
+                per_row = loss_fn(out, yt)
+                loss = (per_row * sample_weight[idx_t]).sum() / sample_weight[idx_t].sum() \
+                    if sample_weight is not None else per_row.mean()
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if anneal.window is not None:  # without a window the rate is the schedulers' (refit_full's cosine)
+                    f = anneal.factor(budget.remaining() - reserve)
+                    for g, lr in zip(opt.param_groups, base_lrs):
+                        g["lr"] = lr * f
+                opt.step()
+                last_lr = opt.param_groups[0]["lr"]
+                if use_bw:
+                    net.update_branch_weights(branches, lambda q: loss_fn(q, yt).mean(), params["branch_momentum"])
+                if weight_avg is not None:
+                    weight_avg.update(net)
+                threads.after_step()
+                steps += 1
+                clock.record_step(time.perf_counter() - t_step)
+                reserve = clock.encode_estimate(n, batch_size)
+            if steps == 0:
+                break
+            epoch_train_s = time.perf_counter() - t_train
+            epochs_done = epoch
+            memory_enc = None  # this epoch's steps changed the weights
+            # validate now unless the budget holds another epoch, a pass after it, the final encoding (reserve)
+            # and one more pass as a margin
+            last_chance = budget.remaining() < epoch_train_s + 2 * (clock.validation or 0.0) + reserve
+            due = epoch - last_validated >= every or epoch == max_epochs or interrupted or last_chance
+            if val_score_fn is not None and due and not validate(epoch):
+                stop_reason = "time: not enough left for a validation pass"
+                break
+            if cosine is not None:
+                cosine.step()
+            epoch_time = budget.elapsed() - t0
+            if interrupted:
+                break
+            if ckpt.should_stop():
+                stop_reason = "early stopping"
+                break
     if stop_reason.startswith(("time", "infeasible")):
         logger.log(15, f"\tStopping MAYA after epoch {epochs_done}: {stop_reason}")
     restored = ckpt.best_state is not None

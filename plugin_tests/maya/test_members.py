@@ -17,7 +17,8 @@ from autogluon_maya import MayaModel
 from autogluon_maya.maya.defaults import AUTO_MEMBERS, resolve_members
 from autogluon_maya.maya.model import MEMBER_SEED_STRIDE
 
-SMALL = {"max_epochs": 6, "hidden_size": 16, "num_heads": 2, "num_layers": 1, "patience": 3}
+# one member at a time: these tests check the planner of sequential members (the parallel first pair has its own)
+SMALL = {"max_epochs": 6, "hidden_size": 16, "num_heads": 2, "num_layers": 1, "patience": 3, "parallel_members": 1}
 
 
 def test_auto_fills_a_time_limit_and_trains_one_member_without():
@@ -192,6 +193,7 @@ def test_time_a_member_leaves_unused_goes_to_another_member(tmp_path, one_torch_
     ({}, [1, 2]),  # auto: the time left holds many first members, so one deeper member takes it all
     ({"ensemble_members": 3}, [1, 1, 1]),  # an explicit count is kept as asked, every member at num_layers
     ({"deeper_member": None}, [1, 1, 1]),  # the rule switched off
+    ({"parallel_members": 2}, [1, 1, 2]),  # a parallel first pair, then the deeper member takes the rest
 ])
 def test_with_much_time_left_the_one_further_auto_member_is_one_block_deeper(hp, depths, tmp_path,
                                                                                one_torch_thread_seeded):
@@ -237,3 +239,34 @@ def test_the_plan_gives_all_the_time_to_one_deeper_member_only_past_the_threshol
     assert (plan.further, plan.num_layers) == (2, 1)
     assert _plan(deeper_member=None).num_layers == 1
     assert _plan(may_deepen=False).num_layers == 1
+
+
+def test_resolve_parallel_shares_cores_only_between_cpu_members():
+    from autogluon_maya.maya.defaults import resolve_parallel
+
+    assert resolve_parallel("auto", 3, 2, "cpu") == 2
+    assert resolve_parallel("auto", 3, 2, "cuda") == 1  # a GPU runs one network at a time anyway
+    assert resolve_parallel("auto", 1, 2, "cpu") == 1  # nothing to pair
+    assert resolve_parallel("auto", 3, 1, "cpu") == 1  # one core
+    assert resolve_parallel(1, 3, 2, "cpu") == 1  # (1 == True in Python: not "auto")
+    assert resolve_parallel(3, 3, 2, "cpu") == 2  # no more at once than cores
+    with pytest.raises(ValueError, match="parallel_members"):
+        resolve_parallel(0, 3, 2, "cpu")
+
+
+def test_the_first_two_members_train_at_once_each_on_its_own_random_stream(tmp_path, one_torch_thread_seeded):
+    """With ``parallel_members=2`` the first two members train at the same time (each starts before the
+    other ends), and a fit is still reproducible: each member draws its dropout masks from its own generator,
+    not from torch's global one, whose draws would depend on how the two threads interleave."""
+    hp = {"ensemble_members": 2, "parallel_members": 2, "max_epochs": 8, "dropout": 0.3, "decoder_dropout": 0.3}
+    preds, X_val = [], None
+    for run in range(2):
+        torch.manual_seed(0)
+        model, X_val, _ = _fit(tmp_path / f"run{run}", "binary", hp, validate=False)
+        s = model._fit_summary["members"]
+        assert len(s) == 2 and [m["parallel"] for m in s] == [2, 2]
+        first, second = s
+        assert second["started_at"] < first["started_at"] + first["train_seconds"]
+        assert first["started_at"] < second["started_at"] + second["train_seconds"]
+        preds.append(np.asarray(model.predict_proba(X_val)))
+    np.testing.assert_array_equal(preds[0], preds[1])

@@ -23,7 +23,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from autogluon_maya.common.preprocessing import TabularEncoder, TargetScaler
 from autogluon_maya.common.protocol import default_datasets_dir, load_dataset, p1_split
 from autogluon_maya.common.training import TimeBudget
-from autogluon_maya.maya.defaults import DEFAULT_PARAMS
+from autogluon_maya.maya.defaults import DEFAULT_PARAMS, resolve_task_defaults
 from autogluon_maya.maya.network import MayaNetwork
 from autogluon_maya.maya.trainer import FittedMaya, make_loss, train_maya
 
@@ -61,7 +61,7 @@ def main():
     X, y = train.drop(columns=[ds.target]), train[ds.target]
     enc = TabularEncoder().fit(X)
     t = enc.transform(X)
-    p = dict(DEFAULT_PARAMS)
+    p = resolve_task_defaults(dict(DEFAULT_PARAMS), regression=not ds.is_classification)  # "auto" -> the task's value
     if ds.is_classification:
         codes = y.astype("category").cat.codes.to_numpy().astype(np.int64)
         kind, out_dim, n_cls, yl = "class", int(codes.max()) + 1, int(codes.max()) + 1, codes

@@ -8,7 +8,7 @@ DEFAULT_PARAMS = {
     # encoder
     "hidden_size": 64,
     "num_heads": 4,
-    "num_branch": 2,
+    "num_branch": "auto",  # 4 for classification, 2 for regression (TASK_DEFAULTS)
     # one MBA block: on 2 cores a two-block encoder is cut by the time limit or early-stops late; one block
     # trains ~2x the epochs and leaves room for a second ensemble member (session 8, side by side: better on
     # 6 of 7 runs, california_housing 0.4753 -> 0.4456; worse on satimage at 300 s, 0.9013 -> 0.8811)
@@ -53,7 +53,7 @@ DEFAULT_PARAMS = {
     # int: that many at once (at most the cores); 1: one at a time
     "member_time": 1.1,  # a further member starts only while the time left holds this share of the first
     # member's time to its best epoch; the time left is split evenly among as many members as it holds
-    "deeper_member": 2.0,  # with ensemble_members="auto": when the time left after the first member holds this
+    "deeper_member": "auto",  # regression 2.0, classification None (TASK_DEFAULTS).  With ensemble_members="auto": when the time left after the first member holds this
     # many times its training time, the one further member gets one more MBA block and all of that time (a
     # one-block member early-stops on satimage in 53-90 s of 300, a two-block epoch with its validation costs
     # ~3.5-4.4x; satimage 0.8811 -> 0.8959 / 0.8912, sessions 8-9); None: off
@@ -80,9 +80,15 @@ DEFAULT_PARAMS = {
 # networks had the same settings (the anneal never reached them) scored 0.8648 and 0.8912, more than 128 vs
 # 256 moved it, so it decides nothing
 # (``examples/results/maya_anneal/``).  Regression keeps 256, where california_housing's defaults were chosen.
+# Classification takes 4 branches and no deeper member (session 11, P1 seed 0, 300 s, 2 cores, with two members
+# trained at once; ``examples/results/maya_session11/``): letter 0.97425 -> 0.97725 with 4 branches (the deeper
+# member is never planned there: the first pair takes most of the limit); satimage 0.8889 (2 branches, deeper
+# member) -> 0.8982 (4 branches, deeper member, which was dropped from the average) -> 0.9005 (4 branches, three
+# one-block members, fit 125 s).  NN_TORCH: 0.9755 / 0.8998.  Regression keeps 2 branches and the deeper member:
+# 4 branches cost california_housing its second member at 600 s (0.4610 vs 0.4456, session 9).
 TASK_DEFAULTS = {
-    "regression": {"ema_epochs": 5, "auto_batch_rows": 256},
-    "classification": {"ema_epochs": None, "auto_batch_rows": 128},
+    "regression": {"ema_epochs": 5, "auto_batch_rows": 256, "num_branch": 2, "deeper_member": 2.0},
+    "classification": {"ema_epochs": None, "auto_batch_rows": 128, "num_branch": 4, "deeper_member": None},
 }
 
 

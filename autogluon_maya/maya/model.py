@@ -372,8 +372,14 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
 
         task = "classification" if (num_classes or 1) > 1 else "regression"
         b = effective_batch_size(num("batch_size"), n, TASK_DEFAULTS[task]["auto_batch_rows"])
-        d, L, br = int(num("hidden_size")), int(num("num_layers")), int(num("num_branch"))
-        if num("deeper_member") and num("ensemble_members") in (None, "auto"):
+        task_values = TASK_DEFAULTS[task]
+
+        def resolved(key):  # "auto" as the task resolves it in the fit
+            value = num(key)
+            return task_values[key] if value == "auto" else value
+
+        d, L, br = int(num("hidden_size")), int(num("num_layers")), int(resolved("num_branch"))
+        if resolved("deeper_member") and num("ensemble_members") in (None, "auto"):
             L += 1  # a deeper further member may follow the first
         data = 4 * n * f * 6  # encoded copies, tensors, context encodings
         activ = activation_bytes(b, f, d, L, br)

@@ -58,9 +58,12 @@ def maya_search_space(defaults: Dict[str, Any] | None = None) -> Dict[str, Any]:
 
     Usage: ``hyperparameters={"MAYA": autogluon_maya.maya_search_space()}``.
     """
-    from .defaults import DEFAULT_PARAMS
+    from .defaults import DEFAULT_PARAMS, TASK_DEFAULTS
 
     defaults = {**DEFAULT_PARAMS, **(defaults or {})}
+    # a space needs a concrete default; "auto" (task-dependent, see defaults.TASK_DEFAULTS) starts from the
+    # regression value, which is also the low end of the paper's range for num_branch
+    defaults = {k: TASK_DEFAULTS["regression"].get(k, v) if v == "auto" else v for k, v in defaults.items()}
     return {name: _to_space(entry, defaults[name]) for name, entry in TABLE12.items()}
 
 

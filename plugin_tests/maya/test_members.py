@@ -190,10 +190,11 @@ def test_time_a_member_leaves_unused_goes_to_another_member(tmp_path, one_torch_
 
 
 @pytest.mark.parametrize("hp, depths", [
-    ({}, [1, 2]),  # auto: the time left holds many first members, so one deeper member takes it all
-    ({"ensemble_members": 3}, [1, 1, 1]),  # an explicit count is kept as asked, every member at num_layers
+    ({"deeper_member": 2.0}, [1, 2]),  # the time left holds many first members, so one deeper member takes it all
+    ({"deeper_member": "auto"}, [1, 1, 1]),  # classification's "auto" is off (defaults.TASK_DEFAULTS)
+    ({"ensemble_members": 3, "deeper_member": 2.0}, [1, 1, 1]),  # an explicit count is kept as asked, every member at num_layers
     ({"deeper_member": None}, [1, 1, 1]),  # the rule switched off
-    ({"parallel_members": 2}, [1, 1, 2]),  # a parallel first pair, then the deeper member takes the rest
+    ({"parallel_members": 2, "deeper_member": 2.0}, [1, 1, 2]),  # a parallel first pair, then the deeper member takes the rest
 ])
 def test_with_much_time_left_the_one_further_auto_member_is_one_block_deeper(hp, depths, tmp_path,
                                                                                one_torch_thread_seeded):
@@ -269,4 +270,7 @@ def test_the_first_two_members_train_at_once_each_on_its_own_random_stream(tmp_p
         assert second["started_at"] < first["started_at"] + first["train_seconds"]
         assert first["started_at"] < second["started_at"] + second["train_seconds"]
         preds.append(np.asarray(model.predict_proba(X_val)))
+        enc = model.preprocess(X_val)
+        raws = [m.predict_raw(torch.as_tensor(enc.x_num), torch.as_tensor(enc.x_cat)) for m in model.model.members]
+        assert not torch.allclose(raws[0], raws[1])  # two networks from two seeds, not one trained twice
     np.testing.assert_array_equal(preds[0], preds[1])

@@ -10,7 +10,7 @@ import pytest
 from autogluon.common import space
 
 from autogluon_maya import MayaModel
-from autogluon_maya.maya.defaults import DEFAULT_PARAMS
+from autogluon_maya.maya.defaults import DEFAULT_PARAMS, TASK_DEFAULTS
 from autogluon_maya.maya.search_space import maya_search_space, round_hidden_size
 
 # Table 12, as printed: UniformInt[a,b] -> ("int", a, b); Uniform -> ("uniform", a, b);
@@ -72,7 +72,9 @@ def test_search_starts_from_the_defaults_where_the_table_allows():
     for name, sp in ss.items():
         if isinstance(sp, (space.Real, space.Int)):
             assert sp.lower <= sp.default <= sp.upper, name
-            if DEFAULT_PARAMS[name] is not None and sp.lower <= DEFAULT_PARAMS[name] <= sp.upper:
+            if DEFAULT_PARAMS[name] == "auto":  # task-dependent: the space starts from the regression value
+                assert sp.default == TASK_DEFAULTS["regression"][name], name
+            elif DEFAULT_PARAMS[name] is not None and sp.lower <= DEFAULT_PARAMS[name] <= sp.upper:
                 assert sp.default == DEFAULT_PARAMS[name], name
         elif DEFAULT_PARAMS[name] in sp.data:
             # AutoGluon tries a Categorical's first choice first: the default

@@ -132,10 +132,12 @@ def test_auto_defaults_resolve_per_task_in_a_real_fit(problem_type, tmp_path):
     kept = want["ema_epochs"] if model._fit_summary["best_is_average"] is not False else None
     assert model.params_trained["ema_epochs"] == kept
     assert (model._fit_summary["weight_average_decay"] is not None) is (want["ema_epochs"] is not None)
+    assert [m.net.blocks[0].n for m in model.model.members] == [want["num_branch"]] * len(model.model)
     # an explicit value wins over "auto"
     model2 = MayaModel(path=str(tmp_path / "m2"), name="m2", problem_type=problem_type,
                        hyperparameters={"max_epochs": 1, "hidden_size": 16, "num_heads": 2, "num_layers": 1,
-                                        "ema_epochs": None if problem_type == "regression" else 3})
+                                        "ema_epochs": None if problem_type == "regression" else 3, "num_branch": 3})
     model2.fit(X=X.iloc[:240], y=y.iloc[:240], num_cpus=1)
+    assert model2.model.members[0].net.blocks[0].n == 3
     assert (model2._fit_summary["weight_average_decay"] is None) is (problem_type == "regression")
     assert model2.params_trained["ema_epochs"] == (None if problem_type == "regression" else 3)

@@ -53,8 +53,9 @@ DEFAULT_PARAMS = {
     # int: that many at once (at most the cores); 1: one at a time
     "member_time": 1.1,  # a further member starts only while the time left holds this share of the first
     # member's time to its best epoch; the time left is split evenly among as many members as it holds
-    "deeper_member": "auto",  # regression 2.0, classification None (TASK_DEFAULTS).  With ensemble_members="auto": when the time left after the first member holds this
-    # many times its training time, the one further member gets one more MBA block and all of that time (a
+    "deeper_member": "auto",  # regression 2.0, classification None (TASK_DEFAULTS).  With
+    # ensemble_members="auto": when the time left after the first member (after the first pair, when two train at
+    # once) holds this many times its training time, the next member gets one more MBA block and all of that time (a
     # one-block member early-stops on satimage in 53-90 s of 300, a two-block epoch with its validation costs
     # ~3.5-4.4x; satimage 0.8811 -> 0.8959 / 0.8912, sessions 8-9); None: off
     "member_layers": None,  # per-member MBA blocks, set by a fit for refit_full to replay; None: num_layers

@@ -197,12 +197,13 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                 torch.manual_seed(seed + MEMBER_SEED_STRIDE * i)  # member 0 keeps the fit's own seeding
             return FittedMaya(build_network(layers)).to(device)
 
-        def train_member(i: int, fitted: FittedMaya, member_budget, threads: int) -> dict:
+        def train_member(i: int, fitted: FittedMaya, member_budget, threads: int, reserve_passes: int = 0) -> dict:
             start = budget.elapsed()
             summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_label_t, y_target=y_target_t,
                                  sample_weight=w_t, loss_fn=make_loss(kind, self.quantile_levels), params=p,
                                  device=device, budget=member_budget, seed=seed + MEMBER_SEED_STRIDE * i,
-                                 val_score_fn=val_score_fn, max_epochs=int(p["max_epochs"]), num_threads=threads)
+                                 val_score_fn=val_score_fn, max_epochs=int(p["max_epochs"]), num_threads=threads,
+                                 reserve_passes=reserve_passes)
             if summary["steps"] > 0 and not summary["context_fresh"]:  # the restored weights must encode it
                 fitted.set_context(x_num, x_cat, y_label_t)
             summary["train_seconds"] = budget.elapsed() - start
@@ -224,8 +225,20 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                 threads_each = max(1, num_cpus // len(round_))
                 logger.log(15, f"\tMAYA: members 1-{len(round_)} train in parallel, {threads_each} thread(s) each")
                 started_with.extend([budget.remaining()] * len(round_))
+                # one budget for the pair, on the fit's clock: a member that fails ends it, so that the other
+                # stops at its next step instead of training on to the limit before the error is raised
+                pair_budget = budget.share(float("inf"))
+
+                def train_in_pair(j: int, f: FittedMaya) -> dict:
+                    try:
+                        # one validation pass kept back: after the pair, both members are scored for the average
+                        return train_member(j, f, pair_budget, 1, reserve_passes=1 if val_proba is not None else 0)
+                    except BaseException:
+                        pair_budget.limit = 0.0
+                        raise
+
                 with torch_threads(threads_each), ThreadPoolExecutor(len(round_)) as pool:
-                    futures = [pool.submit(train_member, j, f, budget, 1) for j, f in zip(round_, fitted_round)]
+                    futures = [pool.submit(train_in_pair, j, f) for j, f in zip(round_, fitted_round)]
                     summaries_round = [fut.result() for fut in futures]
             else:
                 layers = member_layers[i] if i < len(member_layers) else int(p["num_layers"])
@@ -384,8 +397,9 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         data = 4 * n * f * 6  # encoded copies, tensors, context encodings
         activ = activation_bytes(b, f, d, L, br)
         parallel = num("parallel_members")
+        # the fit decides on a pair at num_layers (before any deeper member), so the same size is judged here
         if (parallel == "auto" or parallel is True or (isinstance(parallel, int) and parallel > 1)) \
-                and activ <= PARALLEL_MAX_ACTIVATION_BYTES:
+                and activation_bytes(b, f, d, int(num("num_layers")), br) <= PARALLEL_MAX_ACTIVATION_BYTES:
             activ *= 2  # two members may train at once
         context_chunks = 4 * 1024 * (f + 1) * d * br * 12  # eval-mode encoding of 1024 context rows
         params = 4 * 4 * (L * br * 4 * d * d + 2 * d * d * 3 + f * d * 2 + 64 * d * max(1, num_classes or 1))

@@ -313,7 +313,8 @@ class WeightAverage:
 def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_weight, loss_fn,
                params: dict, device: torch.device, budget: TimeBudget, seed: int,
                val_score_fn: Optional[Callable[[FittedMaya], float]] = None,
-               max_epochs: int, log_every: int = 10, num_threads: Optional[int] = None) -> dict:
+               max_epochs: int, log_every: int = 10, num_threads: Optional[int] = None,
+               reserve_passes: int = 0) -> dict:
     """AdamW training with early stopping on ``val_score_fn`` (higher is better) and best-epoch restore.
 
     Tensors are already on ``device``.  Returns a summary: epochs run, best epoch, rows seen, etc., and
@@ -322,6 +323,8 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     and every validation pass, against their measured durations.  Raises nothing on timeout: it stops
     and keeps the best (or last) weights, leaving the caller to raise ``TimeLimitExceeded`` only if not
     a single step could run.  ``num_threads`` > 1 on CPU lets ``AdaptiveThreads`` pick 1 or that many.
+    ``reserve_passes``: validation passes the caller runs after training (scoring the members of a parallel
+    pair), kept out of the budget besides the final context encoding.
     """
     net = fitted.net
     paper = params.get("recipe", "default") == "paper"
@@ -436,7 +439,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     with dropout_generator(torch.Generator().manual_seed(int(seed))):
         for epoch in range(1, max_epochs + 1):
             # keep time for the context encoding that follows training when the restored weights need it
-            reserve = clock.encode_estimate(n, batch_size)
+            reserve = clock.encode_estimate(n, batch_size) * (1 + reserve_passes)
             if epoch_time and budget.remaining() < epoch_time + reserve:
                 stop_reason = "time: not enough left for another epoch"
                 if val_score_fn is not None and last_validated < epochs_done:
@@ -485,7 +488,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
                 threads.after_step()
                 steps += 1
                 clock.record_step(time.perf_counter() - t_step)
-                reserve = clock.encode_estimate(n, batch_size)
+                reserve = clock.encode_estimate(n, batch_size) * (1 + reserve_passes)
             if steps == 0:
                 break
             epoch_train_s = time.perf_counter() - t_train

@@ -4,6 +4,7 @@ for classification)."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -17,6 +18,8 @@ from autogluon_maya import MayaModel
 from autogluon_maya.maya.defaults import AUTO_MEMBERS, resolve_members
 from autogluon_maya.maya.model import MEMBER_SEED_STRIDE
 
+# a parallel pair needs two cores (AutoGluon hands the model the machine's count)
+TWO_CORES = pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="a parallel pair of members needs 2 CPU cores")
 # one member at a time: these tests check the planner of sequential members (the parallel first pair has its own)
 SMALL = {"max_epochs": 6, "hidden_size": 16, "num_heads": 2, "num_layers": 1, "patience": 3, "parallel_members": 1}
 
@@ -194,7 +197,7 @@ def test_time_a_member_leaves_unused_goes_to_another_member(tmp_path, one_torch_
     ({"deeper_member": "auto"}, [1, 1, 1]),  # classification's "auto" is off (defaults.TASK_DEFAULTS)
     ({"ensemble_members": 3, "deeper_member": 2.0}, [1, 1, 1]),  # an explicit count is kept as asked, every member at num_layers
     ({"deeper_member": None}, [1, 1, 1]),  # the rule switched off
-    ({"parallel_members": 2, "deeper_member": 2.0}, [1, 1, 2]),  # a parallel first pair, then the deeper member takes the rest
+    pytest.param({"parallel_members": 2, "deeper_member": 2.0}, [1, 1, 2], marks=TWO_CORES),  # a parallel first pair, then the deeper member takes the rest
 ])
 def test_with_much_time_left_the_one_further_auto_member_is_one_block_deeper(hp, depths, tmp_path,
                                                                                one_torch_thread_seeded):
@@ -255,6 +258,29 @@ def test_resolve_parallel_shares_cores_only_between_cpu_members():
         resolve_parallel(0, 3, 2, "cpu")
 
 
+@TWO_CORES
+def test_a_member_that_fails_in_a_pair_stops_the_other(tmp_path, monkeypatch, one_torch_thread_seeded):
+    """The second member of a parallel pair raises at once: the error reaches the caller as soon as the first
+    member notices (its next step), not after it has trained its 2,000 epochs (~1 min here)."""
+    from autogluon_maya.maya import trainer
+
+    real = trainer.train_maya
+
+    def second_fails(fitted, **kw):
+        if kw["seed"] == MEMBER_SEED_STRIDE:
+            time.sleep(0.5)  # let the first member start
+            raise RuntimeError("member 2 broke")
+        return real(fitted, **kw)
+
+    monkeypatch.setattr(trainer, "train_maya", second_fails)
+    t0 = time.time()
+    with pytest.raises(RuntimeError, match="member 2 broke"):
+        _fit(tmp_path, "binary", {"ensemble_members": 2, "parallel_members": 2, "max_epochs": 2000, "patience": None},
+             validate=False)
+    assert time.time() - t0 < 10
+
+
+@TWO_CORES
 def test_the_first_two_members_train_at_once_each_on_its_own_random_stream(tmp_path, one_torch_thread_seeded):
     """With ``parallel_members=2`` the first two members train at the same time (each starts before the
     other ends), and a fit is still reproducible: each member draws its dropout masks from its own generator,

@@ -85,7 +85,8 @@ DEFAULT_PARAMS = {
 # trained at once; ``examples/results/maya_session11/``): letter 0.97425 -> 0.97725 with 4 branches (the deeper
 # member is never planned there: the first pair takes most of the limit); satimage 0.8889 (2 branches, deeper
 # member) -> 0.8982 (4 branches, deeper member, which was dropped from the average) -> 0.9005 (4 branches, three
-# one-block members, fit 125 s).  NN_TORCH: 0.9755 / 0.8998.  Regression keeps 2 branches and the deeper member:
+# one-block members, fit 125 s); the default itself, run twice: letter 0.9780 / 0.9770, satimage 0.8974 / 0.8998.
+# NN_TORCH: 0.9755 / 0.8998.  Regression keeps 2 branches and the deeper member:
 # 4 branches cost california_housing its second member at 600 s (0.4610 vs 0.4456, session 9).
 TASK_DEFAULTS = {
     "regression": {"ema_epochs": 5, "auto_batch_rows": 256, "num_branch": 2, "deeper_member": 2.0},
@@ -116,12 +117,20 @@ def resolve_members(setting, time_limit) -> int:
     return members
 
 
-def resolve_parallel(setting, max_members: int, num_cpus: int, device_type: str) -> int:
-    """How many of the first members train at once.  Only on CPU (a GPU runs one network's kernels at a
-    time anyway) and only where there are two members and two cores to share."""
-    if device_type != "cpu" or max_members < 2 or int(num_cpus or 1) < 2 or setting is None or setting is False:
+def parallel_wanted(setting) -> int:
+    """The members ``parallel_members`` asks to train at once, before the machine and the fit have a say."""
+    if setting is None or setting is False:
         return 1
     wanted = 2 if setting == "auto" or setting is True else int(setting)  # (1 == True in Python)
     if wanted < 1:
         raise ValueError(f"parallel_members must be >= 1 or 'auto', got {setting!r}")
+    return wanted
+
+
+def resolve_parallel(setting, max_members: int, num_cpus: int, device_type: str) -> int:
+    """How many of the first members train at once.  Only on CPU (a GPU runs one network's kernels at a
+    time anyway) and only where there are two members and two cores to share."""
+    wanted = parallel_wanted(setting)
+    if device_type != "cpu" or max_members < 2 or int(num_cpus or 1) < 2:
+        return 1
     return max(1, min(wanted, max_members, int(num_cpus)))

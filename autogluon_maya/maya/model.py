@@ -18,7 +18,7 @@ from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorch
 
 from ..common.ag_model import TorchPluginMixin, param_value
 
-from .defaults import DEFAULT_PARAMS, resolve_members, resolve_parallel, resolve_task_defaults
+from .defaults import DEFAULT_PARAMS, parallel_wanted, resolve_members, resolve_parallel, resolve_task_defaults
 from .members import plan_further_members
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
@@ -192,16 +192,22 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         deeper_planned = False
         member_layers = list(p["member_layers"] or [])  # refit_full replays the depths a fit chose
 
+        def member_seed(i: int) -> int:
+            return seed + MEMBER_SEED_STRIDE * i
+
+        def replayed_layers(i: int) -> int:  # refit_full replays the depths a fit chose; else num_layers
+            return member_layers[i] if i < len(member_layers) else int(p["num_layers"])
+
         def build_member(i: int, layers: int) -> FittedMaya:
             if i > 0:
-                torch.manual_seed(seed + MEMBER_SEED_STRIDE * i)  # member 0 keeps the fit's own seeding
+                torch.manual_seed(member_seed(i))  # member 0 keeps the fit's own seeding
             return FittedMaya(build_network(layers)).to(device)
 
         def train_member(i: int, fitted: FittedMaya, member_budget, threads: int, reserve_passes: int = 0) -> dict:
             start = budget.elapsed()
             summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_label_t, y_target=y_target_t,
                                  sample_weight=w_t, loss_fn=make_loss(kind, self.quantile_levels), params=p,
-                                 device=device, budget=member_budget, seed=seed + MEMBER_SEED_STRIDE * i,
+                                 device=device, budget=member_budget, seed=member_seed(i),
                                  val_score_fn=val_score_fn, max_epochs=int(p["max_epochs"]), num_threads=threads,
                                  reserve_passes=reserve_passes)
             if summary["steps"] > 0 and not summary["context_fresh"]:  # the restored weights must encode it
@@ -220,7 +226,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                 # thread, 14.0 ms on two), while two members in two threads take 11.7 ms a step each, ~1.8x the
                 # work per second (session 11).  Each has the whole budget.
                 round_ = list(range(min(parallel, max_members)))
-                layers_of = [member_layers[j] if j < len(member_layers) else int(p["num_layers"]) for j in round_]
+                layers_of = [replayed_layers(j) for j in round_]
                 fitted_round = [build_member(j, layers_of[j]) for j in round_]
                 threads_each = max(1, num_cpus // len(round_))
                 logger.log(15, f"\tMAYA: members 1-{len(round_)} train in parallel, {threads_each} thread(s) each")
@@ -241,7 +247,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                     futures = [pool.submit(train_in_pair, j, f) for j, f in zip(round_, fitted_round)]
                     summaries_round = [fut.result() for fut in futures]
             else:
-                layers = member_layers[i] if i < len(member_layers) else int(p["num_layers"])
+                layers = replayed_layers(i)
                 member_budget = budget
                 if i > 0 and budget.limit is not None:
                     # Planned again before each further member, from the time actually left: a member that
@@ -283,7 +289,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                     members_stop, stop = f"member {j + 1}: {summary['stop_reason']}", True
                     break
                 summary["rows_per_second"] = summary["epochs"] * len(enc) / max(summary["train_seconds"], 1e-9)
-                summary["seed"] = seed + MEMBER_SEED_STRIDE * j
+                summary["seed"] = member_seed(j)
                 summary["num_layers"] = layers
                 summary["parallel"] = len(round_)
                 if val_proba is not None and j > 0:
@@ -375,31 +381,20 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         by ``FittedMaya.predict_raw``).  Calibrated on telco_churn and satimage P1 fits (measured
         increase 646 / 913 MB; this gives ~0.9 / 1.2 GB, deliberately on the safe side)."""
         hp = {**DEFAULT_PARAMS, **{k: v for k, v in (hyperparameters or {}).items() if k in DEFAULT_PARAMS}}
-
-        def num(key):
-            return param_value(hp, key)
-
         n, f = len(X), max(1, X.shape[1])
-        from .defaults import TASK_DEFAULTS
         from .trainer import effective_batch_size
 
-        task = "classification" if (num_classes or 1) > 1 else "regression"
-        b = effective_batch_size(num("batch_size"), n, TASK_DEFAULTS[task]["auto_batch_rows"])
-        task_values = TASK_DEFAULTS[task]
-
-        def resolved(key):  # "auto" as the task resolves it in the fit
-            value = num(key)
-            return task_values[key] if value == "auto" else value
-
-        d, L, br = int(num("hidden_size")), int(num("num_layers")), int(resolved("num_branch"))
-        if resolved("deeper_member") and num("ensemble_members") in (None, "auto"):
+        # a search space stands for its default; "auto" becomes the task's value, as in the fit
+        hp = resolve_task_defaults({k: param_value(hp, k) for k in hp}, regression=(num_classes or 1) <= 1)
+        b = effective_batch_size(hp["batch_size"], n, hp["auto_batch_rows"])
+        d, L, br = int(hp["hidden_size"]), int(hp["num_layers"]), int(hp["num_branch"])
+        if hp["deeper_member"] and hp["ensemble_members"] in (None, "auto"):
             L += 1  # a deeper further member may follow the first
         data = 4 * n * f * 6  # encoded copies, tensors, context encodings
         activ = activation_bytes(b, f, d, L, br)
-        parallel = num("parallel_members")
         # the fit decides on a pair at num_layers (before any deeper member), so the same size is judged here
-        if (parallel == "auto" or parallel is True or (isinstance(parallel, int) and parallel > 1)) \
-                and activation_bytes(b, f, d, int(num("num_layers")), br) <= PARALLEL_MAX_ACTIVATION_BYTES:
+        if parallel_wanted(hp["parallel_members"]) > 1 \
+                and activation_bytes(b, f, d, int(hp["num_layers"]), br) <= PARALLEL_MAX_ACTIVATION_BYTES:
             activ *= 2  # two members may train at once
         context_chunks = 4 * 1024 * (f + 1) * d * br * 12  # eval-mode encoding of 1024 context rows
         params = 4 * 4 * (L * br * 4 * d * d + 2 * d * d * 3 + f * d * 2 + 64 * d * max(1, num_classes or 1))

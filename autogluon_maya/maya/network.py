@@ -212,7 +212,7 @@ class MBABlock(nn.Module):
     def branch_outputs(self, z: torch.Tensor, cls_only: bool = False, z0: Optional[torch.Tensor] = None
                        ) -> torch.Tensor:
         """(B, T, d) -> (n_branch, B, T', d): every Branch_j(z), T' = T, or 1 with ``cls_only``.
-        ``z0``: the [CLS] rows ``z[:, :1]`` when the caller has them apart (see ``forward``).
+        ``z0`` (required with ``cls_only``): the [CLS] rows, as ``forward`` passes them.
 
         ``cls_only`` computes the rows of the [CLS] token alone (its query against every key), which
         is all the last block has to deliver: the encoder reads only [CLS] states, and every step after
@@ -227,7 +227,6 @@ class MBABlock(nn.Module):
         nh = self.n * self.h
         if cls_only:  # the [CLS] row's query alone, its key/value projections folded into it
             w, b, nq = self.qkv.weight, self.qkv.bias, nh * hd  # rows: queries, keys, values
-            z0 = z[:, :1] if z0 is None else z0
             q = F.linear(z0[:, 0], w[:nq], None if b is None else b[:nq]).view(-1, nh, hd)
             a = folded_single_query_attention(z, q, w[nq:2 * nq], w[2 * nq:],
                                               None if b is None else b[2 * nq:]).unsqueeze(2)  # (B, nh, 1, hd)

@@ -390,12 +390,16 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     context_epoch = None  # the epoch whose weights encoded fitted's current context
     stop_reason = "max_epochs"
 
+    def kept_back() -> float:
+        """Seconds held back from training: the final context encoding, plus the caller's passes after it."""
+        return clock.encode_estimate(n, batch_size) * (1 + reserve_passes)
+
     def validate(epoch: int) -> bool:
         """Encode the context, score the validation rows, keep the best weights; False when the pass's
         measured duration (first time: an estimate from the steps) no longer fits in the budget."""
         nonlocal memory_enc, context_epoch, last_validated, every, best_is_average
         t_val = clock.encode_estimate(n + 1024, batch_size) * (2 if weight_avg is not None else 1)
-        if budget.remaining() < t_val + clock.encode_estimate(n, batch_size):
+        if budget.remaining() < t_val + kept_back():
             return False
         tv = time.perf_counter()
         since = epoch - last_validated
@@ -439,7 +443,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     with dropout_generator(torch.Generator().manual_seed(int(seed))):
         for epoch in range(1, max_epochs + 1):
             # keep time for the context encoding that follows training when the restored weights need it
-            reserve = clock.encode_estimate(n, batch_size) * (1 + reserve_passes)
+            reserve = kept_back()
             if epoch_time and budget.remaining() < epoch_time + reserve:
                 stop_reason = "time: not enough left for another epoch"
                 if val_score_fn is not None and last_validated < epochs_done:
@@ -488,7 +492,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
                 threads.after_step()
                 steps += 1
                 clock.record_step(time.perf_counter() - t_step)
-                reserve = clock.encode_estimate(n, batch_size) * (1 + reserve_passes)
+                reserve = kept_back()
             if steps == 0:
                 break
             epoch_train_s = time.perf_counter() - t_train

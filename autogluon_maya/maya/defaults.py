@@ -30,6 +30,7 @@ DEFAULT_PARAMS = {
     # optimisation
     "learning_rate": 1e-3,
     "weight_decay": 1e-5,
+    "label_smoothing": 0.0,  # classification: cross-entropy against (1 - s) * one-hot + s / classes; not in the paper
     "batch_size": "auto",  # 128 (classification) / 256 (regression), fewer on small tables (>= 8 steps per
     # epoch); an int is used as given
     "recipe": "default",  # "paper": constant rate, weight decay on weight matrices only

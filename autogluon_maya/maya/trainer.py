@@ -23,10 +23,14 @@ from .network import MayaNetwork, dropout_generator
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
 
-def make_loss(kind: str, quantile_levels: Optional[List[float]] = None) -> Callable:
-    """Per-row losses: CE (classification), MSE (standardized regression), pinball (quantile)."""
+def make_loss(kind: str, quantile_levels: Optional[List[float]] = None, label_smoothing: float = 0.0) -> Callable:
+    """Per-row losses: CE (classification, optionally label-smoothed), MSE (standardized regression),
+    pinball (quantile)."""
     if kind == "class":
-        return lambda out, y: F.cross_entropy(out.float(), y.long(), reduction="none")
+        smoothing = float(label_smoothing or 0.0)
+        if not 0.0 <= smoothing < 1.0:
+            raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
+        return lambda out, y: F.cross_entropy(out.float(), y.long(), reduction="none", label_smoothing=smoothing)
     if kind == "quantile":
         q = torch.tensor(quantile_levels, dtype=torch.float32)
 

@@ -608,3 +608,19 @@ def test_patience_spans_at_least_eight_epochs_of_steps_when_an_epoch_is_one_step
                          val_score_fn=lambda f: 0.5, max_epochs=200)  # never improves after epoch 1
     assert summary["batch_size"] == 40 and summary["steps"] == summary["epochs"]
     assert summary["epochs"] == 1 + 4 * 8, summary["epochs"]
+
+
+# ---- label smoothing ----------------------------------------------------------------------------
+def test_label_smoothing_is_cross_entropy_against_the_smoothed_target():
+    torch.manual_seed(0)
+    logits = torch.randn(5, 4)
+    y = torch.tensor([0, 3, 1, 1, 2])
+    s = 0.2
+    log_p = torch.log(torch.exp(logits) / torch.exp(logits).sum(1, keepdim=True))
+    target = torch.full((5, 4), s / 4)
+    target[torch.arange(5), y] += 1 - s
+    expected = -(target * log_p).sum(1)
+    assert torch.allclose(make_loss("class", label_smoothing=s)(logits, y), expected, atol=1e-6)
+    assert torch.allclose(make_loss("class")(logits, y), -log_p[torch.arange(5), y], atol=1e-6)
+    with pytest.raises(ValueError, match="label_smoothing"):
+        make_loss("class", label_smoothing=1.0)

@@ -101,37 +101,3 @@ def resolve_task_defaults(params: dict, regression: bool) -> dict:
     values = TASK_DEFAULTS["regression" if regression else "classification"]
     resolved = {k: v for k, v in values.items() if params.get(k) == "auto"}
     return {**params, **resolved, "auto_batch_rows": values["auto_batch_rows"]}
-
-
-AUTO_MEMBERS = 3
-
-
-def resolve_members(setting, time_limit) -> int:
-    """Most members a fit may train.  ``"auto"`` fills a time limit's leftover (a fit that early-stops in a
-    third of its budget has room for two more) and trains one without a limit, where nothing says how long
-    the user is willing to wait."""
-    if setting in (None, "auto"):
-        return AUTO_MEMBERS if time_limit is not None else 1
-    members = int(setting)
-    if members < 1:
-        raise ValueError(f"ensemble_members must be >= 1 or 'auto', got {setting!r}")
-    return members
-
-
-def parallel_wanted(setting) -> int:
-    """The members ``parallel_members`` asks to train at once, before the machine and the fit have a say."""
-    if setting is None or setting is False:
-        return 1
-    wanted = 2 if setting == "auto" or setting is True else int(setting)  # (1 == True in Python)
-    if wanted < 1:
-        raise ValueError(f"parallel_members must be >= 1 or 'auto', got {setting!r}")
-    return wanted
-
-
-def resolve_parallel(setting, max_members: int, num_cpus: int, device_type: str) -> int:
-    """How many of the first members train at once.  Only on CPU (a GPU runs one network's kernels at a
-    time anyway) and only where there are two members and two cores to share."""
-    wanted = parallel_wanted(setting)
-    if device_type != "cpu" or max_members < 2 or int(num_cpus or 1) < 2:
-        return 1
-    return max(1, min(wanted, max_members, int(num_cpus)))

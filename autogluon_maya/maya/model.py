@@ -18,8 +18,8 @@ from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorch
 
 from ..common.ag_model import TorchPluginMixin, param_value
 
-from .defaults import DEFAULT_PARAMS, parallel_wanted, resolve_members, resolve_parallel, resolve_task_defaults
-from .members import plan_further_members
+from .defaults import DEFAULT_PARAMS, resolve_task_defaults
+from .members import parallel_wanted, plan_further_members, resolve_members, resolve_parallel
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 

@@ -15,7 +15,7 @@ import torch
 from autogluon.core.metrics import log_loss
 
 from autogluon_maya import MayaModel
-from autogluon_maya.maya.defaults import AUTO_MEMBERS, resolve_members
+from autogluon_maya.maya.members import AUTO_MEMBERS, resolve_members
 from autogluon_maya.maya.model import MEMBER_SEED_STRIDE
 
 # a parallel pair needs two cores (AutoGluon hands the model the machine's count)
@@ -246,7 +246,7 @@ def test_the_plan_gives_all_the_time_to_one_deeper_member_only_past_the_threshol
 
 
 def test_resolve_parallel_shares_cores_only_between_cpu_members():
-    from autogluon_maya.maya.defaults import resolve_parallel
+    from autogluon_maya.maya.members import resolve_parallel
 
     assert resolve_parallel("auto", 3, 2, "cpu") == 2
     assert resolve_parallel("auto", 3, 2, "cuda") == 1  # a GPU runs one network at a time anyway

@@ -203,10 +203,12 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                 torch.manual_seed(member_seed(i))  # member 0 keeps the fit's own seeding
             return FittedMaya(build_network(layers)).to(device)
 
+        loss_fn = make_loss(kind, self.quantile_levels, p["label_smoothing"])  # one for all members; checks the value first
+
         def train_member(i: int, fitted: FittedMaya, member_budget, threads: int, reserve_passes: int = 0) -> dict:
             start = budget.elapsed()
             summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_label_t, y_target=y_target_t,
-                                 sample_weight=w_t, loss_fn=make_loss(kind, self.quantile_levels, p.get("label_smoothing", 0.0)), params=p,
+                                 sample_weight=w_t, loss_fn=loss_fn, params=p,
                                  device=device, budget=member_budget, seed=member_seed(i),
                                  val_score_fn=val_score_fn, max_epochs=int(p["max_epochs"]), num_threads=threads,
                                  reserve_passes=reserve_passes)

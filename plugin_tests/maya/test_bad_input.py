@@ -86,3 +86,11 @@ def test_model_learns_a_simple_signal():
         fit_weighted_ensemble=False)
     acc = (pred.predict(df.iloc[450:].drop(columns="y")) == df.iloc[450:].y).mean()
     assert acc > 0.8, acc
+
+
+def test_label_smoothing_out_of_range_is_an_error_naming_it():
+    # the fit builds its loss from the setting: a model that ignored it would train without complaint
+    with pytest.raises(ValueError, match="label_smoothing"):
+        TabularPredictor(label="y", path="ag", verbosity=0).fit(
+            _frame(), hyperparameters={"MAYA": {**TINY, "label_smoothing": 1.0}}, raise_on_model_failure=True,
+            fit_weighted_ensemble=False)

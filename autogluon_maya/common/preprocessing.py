@@ -2,7 +2,8 @@
 
 Fitted on the training rows only (never on validation or test data), then frozen:
 - numerics: +-inf treated as missing; a 0/1 missing indicator for every column that had a missing
-  value in training; median imputation; sklearn's ``QuantileTransformer`` to a normal distribution;
+  value in training; median imputation; then one of ``NUMERIC_TRANSFORMS`` (by default sklearn's
+  ``QuantileTransformer`` to a normal distribution);
 - categoricals (pandas ``category``/``object``/``string``): integer codes 1..K from the training
   values; code 0 is reserved for missing and unseen values, so new categories at predict time are
   handled instead of crashing or silently aliasing another category.
@@ -16,7 +17,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 import pandas as pd
-from sklearn.preprocessing import QuantileTransformer
+from sklearn.preprocessing import MinMaxScaler, QuantileTransformer, StandardScaler
 
 
 @dataclass
@@ -32,11 +33,51 @@ def _is_categorical(s: pd.Series) -> bool:
     return isinstance(s.dtype, pd.CategoricalDtype) or s.dtype == object or pd.api.types.is_string_dtype(s.dtype)
 
 
+# What each numeric transform is for (all fitted on the training rows):
+# - "quantile": quantile-normal, as FT-Transformer; robust to heavy tails and outliers, but it bends every feature
+#   to one shape: a pixel that is 0 in 90 % of the rows maps 0 -> -0.1, 1 -> +1.3 and 16 -> +3.7, so a faint and a
+#   full stroke look alike.
+# - "minmax": per feature to [-1, 1], values outside the training range clipped to it.  Linear and bounded: for
+#   tables whose features share a unit and a range (pixel counts, sensor readings) it keeps the geometry that
+#   makes nearest neighbours work (5-NN on digits, P1 seed 0: 0.969 raw vs 0.947 quantile-normal).  One outlier
+#   squeezes the rest of its column, so it is a poor choice for heavy-tailed columns (incomes, counts).
+# - "minmax_or_quantile": per feature, "minmax" where the range is not set by a few outliers (the central 98 % of
+#   the training values span at least half of it), "quantile" for the rest: satimage's 36 band values and
+#   letter's 15 of 16 take minmax, otto's 93 counts and spambase's 56 of 57 frequencies quantile.
+# - "standard": z-score with the training mean and standard deviation.
+# - "none": the values as they are (after imputation).
+NUMERIC_TRANSFORMS = ("quantile", "minmax", "minmax_or_quantile", "standard", "none")
+CENTRAL_RANGE_SHARE = 0.5
+
+
+class MinMaxOrQuantile:
+    """Min-max for the columns whose range the bulk of the values fills, quantile-normal for the others.
+
+    A column chooses by ``(q99 - q01) / (max - min) >= CENTRAL_RANGE_SHARE`` on the training rows; a constant
+    column takes min-max (it maps to a constant either way)."""
+
+    def __init__(self, quantile: QuantileTransformer):
+        self.quantile = quantile
+        self.minmax = MinMaxScaler(feature_range=(-1, 1), clip=True)
+        self.minmax_cols: Optional[np.ndarray] = None
+
+    def fit(self, num: np.ndarray) -> "MinMaxOrQuantile":
+        low, high = np.quantile(num, [0.01, 0.99], axis=0)
+        span = num.max(0) - num.min(0)
+        self.minmax_cols = (span <= 0) | ((high - low) >= CENTRAL_RANGE_SHARE * np.where(span > 0, span, 1.0))
+        self.quantile.fit(num)
+        self.minmax.fit(num)
+        return self
+
+    def transform(self, num: np.ndarray) -> np.ndarray:
+        return np.where(self.minmax_cols, self.minmax.transform(num), self.quantile.transform(num))
+
+
 @dataclass
 class TabularEncoder:
     """Fit once on training rows; ``transform`` any later frame with the same columns."""
 
-    quantile_transform: bool = True
+    numeric_transform: str = "quantile"
     n_quantiles: int = 1000
     random_state: int = 0
     num_cols: List[str] = field(default_factory=list)
@@ -44,11 +85,13 @@ class TabularEncoder:
     nan_indicator_cols: List[str] = field(default_factory=list)
     medians: Optional[np.ndarray] = None
     categories: Dict[str, pd.Index] = field(default_factory=dict)
-    _qt: Optional[QuantileTransformer] = None
+    _qt: Optional[object] = None  # the fitted sklearn transformer of the numerics
 
     def fit(self, X: pd.DataFrame) -> "TabularEncoder":
         if len(X) == 0:
             raise ValueError("Cannot fit the encoder on an empty table")
+        if self.numeric_transform not in NUMERIC_TRANSFORMS:
+            raise ValueError(f"numeric_transform must be one of {NUMERIC_TRANSFORMS}, got {self.numeric_transform!r}")
         self.cat_cols = [c for c in X.columns if _is_categorical(X[c])]
         self.num_cols = [c for c in X.columns if c not in self.cat_cols]
         num = self._numeric(X)
@@ -58,11 +101,17 @@ class TabularEncoder:
             warnings.simplefilter("ignore", RuntimeWarning)
             med = np.nanmedian(num, axis=0) if num.shape[0] else np.zeros(num.shape[1])
         self.medians = np.nan_to_num(med, nan=0.0)  # an all-missing column imputes to 0
-        if self.quantile_transform and num.shape[1]:
-            self._qt = QuantileTransformer(output_distribution="normal",
-                                           n_quantiles=max(1, min(self.n_quantiles, len(X))),
+        if num.shape[1] and self.numeric_transform != "none":
+            def quantile():
+                return QuantileTransformer(output_distribution="normal", n_quantiles=max(1, min(self.n_quantiles, len(X))),
                                            subsample=10**9, random_state=self.random_state)
-            self._qt.fit(self._impute(num))
+
+            self._qt = {
+                "quantile": quantile,
+                "minmax": lambda: MinMaxScaler(feature_range=(-1, 1), clip=True),
+                "minmax_or_quantile": lambda: MinMaxOrQuantile(quantile()),
+                "standard": StandardScaler,
+            }[self.numeric_transform]().fit(self._impute(num))
         for c in self.cat_cols:
             values = X[c].dropna()
             cats = X[c].cat.categories if isinstance(X[c].dtype, pd.CategoricalDtype) else None

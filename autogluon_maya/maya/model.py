@@ -18,7 +18,7 @@ from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorch
 
 from ..common.ag_model import TorchPluginMixin, param_value
 
-from .defaults import DEFAULT_PARAMS, resolve_task_defaults
+from .defaults import DEFAULT_PARAMS, numeric_transform, resolve_task_defaults
 from .members import parallel_wanted, plan_further_members, resolve_members, resolve_parallel
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
@@ -88,8 +88,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         X = super()._preprocess(X, **kwargs)
         if is_train or self._encoder is None:
             p = self._get_model_params()
-            self._encoder = TabularEncoder(quantile_transform=p["quantile_transform"],
-                                           random_state=p.get(self.seed_name, 0) or 0).fit(X)
+            transform = numeric_transform(p, self.problem_type)
+            self._encoder = TabularEncoder(numeric_transform=transform, random_state=p.get(self.seed_name, 0) or 0).fit(X)
         return self._encoder.transform(X)
 
     # ---- fit ----------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Everything is fitted on the *context* (the labelled training rows the network wi
 frozen, so a query row's features never depend on which other rows are transformed with it.
 
 Steps, in order:
-1. ``TabularEncoder(quantile_transform=False)`` (shared with MAYA): numerics with +-inf as missing,
+1. ``TabularEncoder(numeric_transform="none")`` (shared with MAYA): numerics with +-inf as missing,
    median imputation and 0/1 missing indicators; categoricals as integer codes (0 = missing/unseen).
    The quantile transform is off because the normalization variants below are TabSwift's own and the
    ensemble needs the raw ("none") variant.  Codes of non-``category`` columns are re-ordered by
@@ -71,7 +71,7 @@ class RowPreprocessor:
         X = _as_frame(X)
         if X.shape[1] == 0:
             raise ValueError("TabSwift has zero usable features: the input table has no columns")
-        self.encoder = TabularEncoder(quantile_transform=False).fit(X)
+        self.encoder = TabularEncoder(numeric_transform="none").fit(X)
         for c in self.encoder.cat_cols:  # order-invariant codes (see module docstring)
             if not isinstance(X[c].dtype, pd.CategoricalDtype):
                 cats = self.encoder.categories[c]

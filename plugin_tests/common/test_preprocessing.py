@@ -9,7 +9,7 @@ import pytest
 import torch
 from sklearn.preprocessing import QuantileTransformer
 
-from autogluon_maya.common.preprocessing import TabularEncoder, TargetScaler
+from autogluon_maya.common.preprocessing import NUMERIC_TRANSFORMS, TabularEncoder, TargetScaler
 from autogluon_maya.common.training import BestCheckpoint, batch_slices, torch_threads
 
 
@@ -46,20 +46,63 @@ def test_quantile_transform_is_fitted_on_train_only():
     np.testing.assert_array_equal(enc.transform(train).x_num, out_train)
 
 
-def test_without_quantile_transform_values_pass_through():
+def test_without_numeric_transform_values_pass_through():
     train = _train_frame(20)
-    enc = TabularEncoder(quantile_transform=False).fit(train)
+    enc = TabularEncoder(numeric_transform="none").fit(train)
     out = enc.transform(train)
     assert out.x_num.dtype == np.float32 and out.x_cat.shape == (20, 0)
     np.testing.assert_allclose(out.x_num, train.to_numpy(), rtol=1e-6)
+
+
+def test_minmax_is_linear_bounded_and_fitted_on_train_only():
+    """``minmax`` keeps each feature's geometry (an affine map, so equal steps stay equal: a faint and a full
+    pixel stay apart) and bounds it to [-1, 1] with the training extremes, clipping what lies outside them."""
+    train = pd.DataFrame({"px": [0.0, 0.0, 0.0, 1.0, 16.0, 0.0, 8.0, 0.0], "t": np.linspace(-3.0, 5.0, 8)})
+    enc = TabularEncoder(numeric_transform="minmax").fit(train)
+    out = enc.transform(train).x_num
+    np.testing.assert_allclose(out[:, 0], train["px"] / 8.0 - 1.0, atol=1e-6)  # 0..16 -> -1..1, linear
+    np.testing.assert_allclose(out[:, 1], (train["t"] + 3.0) / 4.0 - 1.0, atol=1e-6)
+    test = enc.transform(pd.DataFrame({"px": [40.0, -2.0, 4.0], "t": [9.0, -10.0, 1.0]})).x_num
+    np.testing.assert_allclose(test, [[1.0, 1.0], [-1.0, -1.0], [-0.5, 0.0]], atol=1e-6)
+    # quantile-normal bends the same column: 0 -> 1 is a bigger step than 1 -> 16
+    q = TabularEncoder().fit(train).transform(pd.DataFrame({"px": [0.0, 1.0, 16.0], "t": [0.0] * 3})).x_num[:, 0]
+    assert q[1] - q[0] > q[2] - q[1]
+
+
+def test_minmax_or_quantile_chooses_per_column_by_outliers():
+    """A column whose range one outlier sets goes through the quantile transform (min-max would squeeze its bulk
+    into a sliver), a column the bulk fills through min-max."""
+    rng = np.random.default_rng(0)
+    train = pd.DataFrame({"px": rng.integers(0, 17, 400).astype(float),
+                          "income": np.r_[rng.normal(size=399), 1000.0], "const": np.ones(400)})
+    enc = TabularEncoder(numeric_transform="minmax_or_quantile").fit(train)
+    out = enc.transform(train).x_num
+    only_minmax = TabularEncoder(numeric_transform="minmax").fit(train).transform(train).x_num
+    only_quantile = TabularEncoder(numeric_transform="quantile").fit(train).transform(train).x_num
+    np.testing.assert_allclose(out[:, 0], only_minmax[:, 0], atol=1e-6)
+    np.testing.assert_allclose(out[:, 1], only_quantile[:, 1], atol=1e-6)
+    assert np.ptp(out[:-1, 1]) > 2.0  # the bulk keeps its spread (min-max would give it < 0.01)
+    assert np.ptp(out[:, 2]) == 0.0
+
+
+def test_standard_is_the_training_z_score():
+    train = _train_frame(50)
+    out = TabularEncoder(numeric_transform="standard").fit(train).transform(train).x_num
+    np.testing.assert_allclose(out.mean(0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(out.std(0), 1.0, atol=1e-5)
+
+
+def test_unknown_numeric_transform_is_named():
+    with pytest.raises(ValueError, match="numeric_transform.*'robust'"):
+        TabularEncoder(numeric_transform="robust").fit(_train_frame(10))
 
 
 def test_inf_and_nan_become_finite_with_missing_indicator():
     a = np.linspace(-1.0, 1.0, 12)
     a[[3, 5, 7]] = [np.nan, np.inf, -np.inf]
     train = pd.DataFrame({"a": a, "b": np.arange(12.0)})
-    for qt in (True, False):
-        enc = TabularEncoder(quantile_transform=qt).fit(train)
+    for qt in NUMERIC_TRANSFORMS:
+        enc = TabularEncoder(numeric_transform=qt).fit(train)
         assert enc.num_cols == ["a", "b"] and enc.nan_indicator_cols == ["a"] and enc.n_num == 3
         out = enc.transform(train).x_num
         assert out.shape == (12, 3) and np.isfinite(out).all()
@@ -70,7 +113,7 @@ def test_inf_and_nan_become_finite_with_missing_indicator():
         median = np.median(np.delete(a, [3, 5, 7]))
         imputed = enc.transform(pd.DataFrame({"a": [median], "b": [0.0]})).x_num[0, 0]
         np.testing.assert_allclose(out[[3, 5, 7], 0], imputed, atol=1e-6)
-        if not qt:
+        if qt == "none":
             np.testing.assert_allclose(out[[3, 5, 7], 0], median, rtol=1e-6)
 
     # at transform time: b had no missing values in training -> no indicator, still imputed
@@ -84,8 +127,8 @@ def test_inf_and_nan_become_finite_with_missing_indicator():
 def test_all_missing_columns_are_finite():
     train = pd.DataFrame({"x": np.arange(6.0), "c": [np.nan] * 6, "o": [None] * 6,
                           "i": [np.inf, -np.inf] * 3})
-    for qt in (True, False):
-        enc = TabularEncoder(quantile_transform=qt).fit(train)
+    for qt in NUMERIC_TRANSFORMS:
+        enc = TabularEncoder(numeric_transform=qt).fit(train)
         assert enc.cat_cols == ["o"] and enc.cat_cardinalities == [0]
         assert set(enc.nan_indicator_cols) == {"c", "i"}
         out = enc.transform(train)
@@ -97,7 +140,7 @@ def test_all_missing_columns_are_finite():
 
 def test_nullable_integer_column_is_numeric():
     train = pd.DataFrame({"n": pd.array([1, None, 3, 4], dtype="Int64")})
-    enc = TabularEncoder(quantile_transform=False).fit(train)
+    enc = TabularEncoder(numeric_transform="none").fit(train)
     out = enc.transform(train).x_num
     assert enc.num_cols == ["n"] and enc.nan_indicator_cols == ["n"]
     np.testing.assert_allclose(out[:, 0], [1, 3, 3, 4])

@@ -94,3 +94,40 @@ def test_label_smoothing_out_of_range_is_an_error_naming_it():
         TabularPredictor(label="y", path="ag", verbosity=0).fit(
             _frame(), hyperparameters={"MAYA": {**TINY, "label_smoothing": 1.0}}, raise_on_model_failure=True,
             fit_weighted_ensemble=False)
+
+
+@pytest.mark.parametrize("setting, problem_type, want", [
+    ({"numeric_transform": "minmax"}, "binary", "minmax"),
+    ({"numeric_transform": "none"}, "binary", "none"),
+    # the setting before numeric_transform existed still wins
+    ({"numeric_transform": "minmax", "quantile_transform": False}, "binary", "none"),
+    # "auto" (defaults.AUTO_NUMERIC_TRANSFORM)
+    ({}, "multiclass", "minmax_or_quantile"),
+    ({}, "binary", "quantile"),
+    ({}, "regression", "quantile")])
+def test_numeric_transform_reaches_the_fitted_encoder(setting, problem_type, want):
+    """What the model's encoder does to a numeric column is what the setting asks for."""
+    df = _frame()
+    if problem_type == "multiclass":
+        df["y"] += (df["x2"] > 0.5).astype(int)
+    pred = TabularPredictor(label="y", path="ag", verbosity=0, problem_type=problem_type).fit(
+        df, hyperparameters={"MAYA": {**TINY, **setting}}, raise_on_model_failure=True, fit_weighted_ensemble=False)
+    model = pred._trainer.load_model(pred.model_names()[0])
+    assert model._encoder.numeric_transform == want
+    x1 = model._encoder.transform(pred._learner.transform_features(df.drop(columns="y"))).x_num[:, 0]
+    raw = df["x1"].to_numpy()
+    minmax = 2 * (raw - raw.min()) / (raw.max() - raw.min()) - 1
+    # x1 is normal: its bulk fills its range, so minmax_or_quantile takes min-max for it
+    expected = {"minmax": minmax, "minmax_or_quantile": minmax, "none": raw}.get(want)
+    if expected is not None:
+        np.testing.assert_allclose(x1, expected, atol=1e-5)
+    else:  # quantile-normal: monotone, not affine
+        assert np.corrcoef(np.argsort(np.argsort(x1)), np.argsort(np.argsort(raw)))[0, 1] > 0.999
+        assert not np.allclose(x1, minmax, atol=1e-2)
+
+
+def test_unknown_numeric_transform_fails_naming_it():
+    with pytest.raises(Exception, match="numeric_transform"):
+        TabularPredictor(label="y", path="ag", verbosity=0).fit(
+            _frame(), hyperparameters={"MAYA": {**TINY, "numeric_transform": "log"}}, raise_on_model_failure=True,
+            fit_weighted_ensemble=False)

@@ -42,8 +42,8 @@ def _is_categorical(s: pd.Series) -> bool:
 #   makes nearest neighbours work (5-NN on digits, P1 seed 0: 0.969 raw vs 0.947 quantile-normal).  One outlier
 #   squeezes the rest of its column, so it is a poor choice for heavy-tailed columns (incomes, counts).
 # - "minmax_or_quantile": per feature, "minmax" where the range is not set by a few outliers (the central 98 % of
-#   the training values span at least half of it), "quantile" for the rest: satimage's 36 band values and
-#   letter's 15 of 16 take minmax, otto's 93 counts and spambase's 56 of 57 frequencies quantile.
+#   the training values span at least half of it), "quantile" for the rest: on the whole tables, satimage's 36
+#   band values and letter's 15 of 16 take minmax, otto's 93 counts and spambase's 56 of 57 frequencies quantile.
 # - "standard": z-score with the training mean and standard deviation.
 # - "none": the values as they are (after imputation).
 NUMERIC_TRANSFORMS = ("quantile", "minmax", "minmax_or_quantile", "standard", "none")
@@ -86,6 +86,13 @@ class TabularEncoder:
     medians: Optional[np.ndarray] = None
     categories: Dict[str, pd.Index] = field(default_factory=dict)
     _qt: Optional[object] = None  # the fitted sklearn transformer of the numerics
+
+    def __setstate__(self, state: dict):
+        """An encoder pickled before ``numeric_transform`` existed held ``quantile_transform`` (True/False): name
+        what it does in today's terms, so a loaded model reports the transform it applies."""
+        if "numeric_transform" not in state:
+            state["numeric_transform"] = "quantile" if state.pop("quantile_transform", True) else "none"
+        self.__dict__.update(state)
 
     def fit(self, X: pd.DataFrame) -> "TabularEncoder":
         if len(X) == 0:

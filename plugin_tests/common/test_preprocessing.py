@@ -85,6 +85,23 @@ def test_minmax_or_quantile_chooses_per_column_by_outliers():
     assert np.ptp(out[:, 2]) == 0.0
 
 
+def test_an_encoder_pickled_before_numeric_transform_names_what_it_applies():
+    """A saved model from the previous version holds ``quantile_transform`` (True/False) in its encoder's state."""
+    import pickle
+
+    train = _train_frame(30)
+    for legacy, want in ((True, "quantile"), (False, "none")):
+        enc = TabularEncoder(numeric_transform=want).fit(train)
+        state = dict(enc.__dict__)
+        del state["numeric_transform"]
+        state["quantile_transform"] = legacy
+        old = TabularEncoder.__new__(TabularEncoder)
+        old.__setstate__(state)
+        loaded = pickle.loads(pickle.dumps(old))
+        assert loaded.numeric_transform == want and not hasattr(loaded, "quantile_transform")
+        np.testing.assert_array_equal(loaded.transform(train).x_num, enc.transform(train).x_num)
+
+
 def test_standard_is_the_training_z_score():
     train = _train_frame(50)
     out = TabularEncoder(numeric_transform="standard").fit(train).transform(train).x_num

@@ -101,17 +101,23 @@ def test_label_smoothing_out_of_range_is_an_error_naming_it():
     ({"numeric_transform": "none"}, "binary", "none"),
     # the setting before numeric_transform existed still wins
     ({"numeric_transform": "minmax", "quantile_transform": False}, "binary", "none"),
+    ({"quantile_transform": True}, "multiclass", "quantile"),
     # "auto" (defaults.AUTO_NUMERIC_TRANSFORM)
     ({}, "multiclass", "minmax_or_quantile"),
     ({}, "binary", "quantile"),
-    ({}, "regression", "quantile")])
+    ({}, "regression", "quantile"),
+    ({}, "quantile", "quantile")])
 def test_numeric_transform_reaches_the_fitted_encoder(setting, problem_type, want):
     """What the model's encoder does to a numeric column is what the setting asks for."""
-    df = _frame()
+    df, val = _frame(), _frame(60, seed=1)
     if problem_type == "multiclass":
-        df["y"] += (df["x2"] > 0.5).astype(int)
-    pred = TabularPredictor(label="y", path="ag", verbosity=0, problem_type=problem_type).fit(
-        df, hyperparameters={"MAYA": {**TINY, **setting}}, raise_on_model_failure=True, fit_weighted_ensemble=False)
+        for frame in (df, val):
+            frame["y"] += (frame["x2"] > 0.5).astype(int)
+    levels = {"quantile_levels": [0.1, 0.5, 0.9]} if problem_type == "quantile" else {}
+    # with tuning_data given, every row of df is a training row: the encoder is fitted on exactly df
+    pred = TabularPredictor(label="y", path="ag", verbosity=0, problem_type=problem_type, **levels).fit(
+        df, tuning_data=val, hyperparameters={"MAYA": {**TINY, **setting}}, raise_on_model_failure=True,
+        fit_weighted_ensemble=False)
     model = pred._trainer.load_model(pred.model_names()[0])
     assert model._encoder.numeric_transform == want
     x1 = model._encoder.transform(pred._learner.transform_features(df.drop(columns="y"))).x_num[:, 0]
@@ -126,8 +132,12 @@ def test_numeric_transform_reaches_the_fitted_encoder(setting, problem_type, wan
         assert not np.allclose(x1, minmax, atol=1e-2)
 
 
-def test_unknown_numeric_transform_fails_naming_it():
-    with pytest.raises(Exception, match="numeric_transform"):
+@pytest.mark.parametrize("setting, named", [({"numeric_transform": "log"}, "numeric_transform"),
+                                            ({"quantile_transform": "minmax"}, "quantile_transform")])
+def test_unknown_numeric_transform_fails_naming_it(setting, named):
+    """A transform name the encoder does not know, or a string for the True/False ``quantile_transform`` (which
+    once silently meant True), fails the fit with an error naming the setting."""
+    with pytest.raises(Exception, match=named):
         TabularPredictor(label="y", path="ag", verbosity=0).fit(
-            _frame(), hyperparameters={"MAYA": {**TINY, "numeric_transform": "log"}}, raise_on_model_failure=True,
+            _frame(), hyperparameters={"MAYA": {**TINY, **setting}}, raise_on_model_failure=True,
             fit_weighted_ensemble=False)

@@ -50,27 +50,41 @@ NUMERIC_TRANSFORMS = ("quantile", "minmax", "minmax_or_quantile", "standard", "n
 CENTRAL_RANGE_SHARE = 0.5
 
 
+def _minmax() -> MinMaxScaler:
+    return MinMaxScaler(feature_range=(-1, 1), clip=True)
+
+
 class MinMaxOrQuantile:
     """Min-max for the columns whose range the bulk of the values fills, quantile-normal for the others.
 
     A column chooses by ``(q99 - q01) / (max - min) >= CENTRAL_RANGE_SHARE`` on the training rows; a constant
-    column takes min-max (it maps to a constant either way)."""
+    column takes min-max (it maps to a constant either way).  Each transformer is fitted on and applied to its own
+    columns only (both work column by column, so the result is the same as transforming every column twice and
+    picking, at half the cost on the prediction path)."""
 
     def __init__(self, quantile: QuantileTransformer):
         self.quantile = quantile
-        self.minmax = MinMaxScaler(feature_range=(-1, 1), clip=True)
+        self.minmax = _minmax()
         self.minmax_cols: Optional[np.ndarray] = None
+
+    def _parts(self):
+        return ((self.minmax, self.minmax_cols), (self.quantile, ~self.minmax_cols))
 
     def fit(self, num: np.ndarray) -> "MinMaxOrQuantile":
         low, high = np.quantile(num, [0.01, 0.99], axis=0)
         span = num.max(0) - num.min(0)
         self.minmax_cols = (span <= 0) | ((high - low) >= CENTRAL_RANGE_SHARE * np.where(span > 0, span, 1.0))
-        self.quantile.fit(num)
-        self.minmax.fit(num)
+        for transformer, cols in self._parts():
+            if cols.any():
+                transformer.fit(num[:, cols])
         return self
 
     def transform(self, num: np.ndarray) -> np.ndarray:
-        return np.where(self.minmax_cols, self.minmax.transform(num), self.quantile.transform(num))
+        out = np.empty(num.shape, dtype=np.float64)
+        for transformer, cols in self._parts():
+            if cols.any():
+                out[:, cols] = transformer.transform(num[:, cols])
+        return out
 
 
 @dataclass
@@ -109,16 +123,10 @@ class TabularEncoder:
             med = np.nanmedian(num, axis=0) if num.shape[0] else np.zeros(num.shape[1])
         self.medians = np.nan_to_num(med, nan=0.0)  # an all-missing column imputes to 0
         if num.shape[1] and self.numeric_transform != "none":
-            def quantile():
-                return QuantileTransformer(output_distribution="normal", n_quantiles=max(1, min(self.n_quantiles, len(X))),
-                                           subsample=10**9, random_state=self.random_state)
-
-            self._qt = {
-                "quantile": quantile,
-                "minmax": lambda: MinMaxScaler(feature_range=(-1, 1), clip=True),
-                "minmax_or_quantile": lambda: MinMaxOrQuantile(quantile()),
-                "standard": StandardScaler,
-            }[self.numeric_transform]().fit(self._impute(num))
+            quantile = QuantileTransformer(output_distribution="normal", subsample=10**9, random_state=self.random_state,
+                                           n_quantiles=max(1, min(self.n_quantiles, len(X))))
+            self._qt = {"quantile": quantile, "minmax": _minmax(), "minmax_or_quantile": MinMaxOrQuantile(quantile),
+                        "standard": StandardScaler()}[self.numeric_transform].fit(self._impute(num))
         for c in self.cat_cols:
             values = X[c].dropna()
             cats = X[c].cat.categories if isinstance(X[c].dtype, pd.CategoricalDtype) else None

@@ -89,7 +89,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         if is_train or self._encoder is None:
             p = self._get_model_params()
             transform = numeric_transform(p, self.problem_type)
-            self._encoder = TabularEncoder(numeric_transform=transform, random_state=p.get(self.seed_name, 0) or 0).fit(X)
+            self._encoder = TabularEncoder(numeric_transform=transform,
+                                           random_state=p.get(self.seed_name, 0) or 0).fit(X)
         return self._encoder.transform(X)
 
     # ---- fit ----------------------------------------------------------------------------

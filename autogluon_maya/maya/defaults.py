@@ -4,6 +4,8 @@ The paper's large configurations (hidden_size up to 512, up to 8 branches) are f
 ``gpu`` preset in ``autogluon_maya.presets`` is a starting point for them.
 """
 
+import math
+
 DEFAULT_PARAMS = {
     # encoder
     "hidden_size": 64,
@@ -62,8 +64,10 @@ DEFAULT_PARAMS = {
     "member_layers": None,  # per-member MBA blocks, set by a fit for refit_full to replay; None: num_layers
     "validation_every": "auto",  # epochs between validation passes; auto keeps them under ~15 % of the time
     # preprocessing / inference
-    "numeric_transform": "auto",  # multiclass "minmax_or_quantile", else "quantile" (AUTO_NUMERIC_TRANSFORM); also
+    "numeric_transform": "auto",  # multiclass "minmax_or_quantile", else "quantile" (PROBLEM_TYPE_DEFAULTS); also
     # "minmax", "standard", "none" (common.preprocessing.NUMERIC_TRANSFORMS says when each fits)
+    "numeric_scale": "auto",  # multiclass 5, else 1 (the paper): a fixed multiplier of the numeric inputs in the
+    # tokenizer, which sets how fast the numeric embeddings learn (see FeatureTokenizer)
     "quantile_transform": None,  # the older setting: True/False, where set, still wins ("quantile" / "none")
     "predict_chunk_size": 1024,
     "context_topk": None,
@@ -103,7 +107,16 @@ TASK_DEFAULTS = {
 # (two runs; minmax 0.9720): worse (quantile runs of sessions 11-13: 0.9780 / 0.9770 / 0.9750; NN_TORCH 0.9755).
 # Binary stays on the quantile transform: at 60 s on telco_churn, phoneme, qsar_biodeg and bank_churn accuracy went
 # up on two tables and down on two, ROC-AUC down on all four (by 0.001-0.009).  Regression was not measured.
-AUTO_NUMERIC_TRANSFORM = {"multiclass": "minmax_or_quantile"}
+PROBLEM_TYPE_DEFAULTS = {
+    "multiclass": {"numeric_transform": "minmax_or_quantile", "numeric_scale": 5.0},
+}
+OTHER_PROBLEM_TYPES = {"numeric_transform": "quantile", "numeric_scale": 1.0}
+
+
+def problem_type_default(key: str, problem_type: str):
+    """What ``"auto"`` means for a setting that depends on the problem type itself (binary and multiclass
+    differ, which ``TASK_DEFAULTS`` cannot say)."""
+    return PROBLEM_TYPE_DEFAULTS.get(problem_type, OTHER_PROBLEM_TYPES)[key]
 
 
 def resolve_task_defaults(params: dict, regression: bool) -> dict:
@@ -117,7 +130,7 @@ def resolve_task_defaults(params: dict, regression: bool) -> dict:
 def numeric_transform(params: dict, problem_type: str) -> str:
     """The numeric transform a fit uses: ``quantile_transform`` (the setting before ``numeric_transform``
     existed) wins where a user set it, so that an old configuration keeps meaning what it meant; ``"auto"``
-    is the problem type's (``AUTO_NUMERIC_TRANSFORM``)."""
+    is the problem type's (``PROBLEM_TYPE_DEFAULTS``)."""
     legacy = params.get("quantile_transform")
     if legacy is not None:
         if not isinstance(legacy, (bool, int)) or legacy not in (0, 1):
@@ -125,5 +138,15 @@ def numeric_transform(params: dict, problem_type: str) -> str:
                              f"{legacy!r}; for other transforms set numeric_transform")
         return "quantile" if legacy else "none"
     if params["numeric_transform"] == "auto":
-        return AUTO_NUMERIC_TRANSFORM.get(problem_type, "quantile")
+        return problem_type_default("numeric_transform", problem_type)
     return params["numeric_transform"]
+
+
+def numeric_scale(params: dict, problem_type: str) -> float:
+    """The tokenizer's numeric input multiplier (``FeatureTokenizer``): ``"auto"`` is the problem type's."""
+    value = params.get("numeric_scale", "auto")
+    if value == "auto":
+        return problem_type_default("numeric_scale", problem_type)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"numeric_scale must be a positive number or 'auto', got {value!r}")
+    return float(value)

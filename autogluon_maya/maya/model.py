@@ -18,7 +18,7 @@ from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorch
 
 from ..common.ag_model import TorchPluginMixin, param_value
 
-from .defaults import DEFAULT_PARAMS, numeric_transform, resolve_task_defaults
+from .defaults import DEFAULT_PARAMS, numeric_scale, numeric_transform, resolve_task_defaults
 from .members import parallel_wanted, plan_further_members, resolve_members, resolve_parallel
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
@@ -113,6 +113,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         seed, device = self._start_torch_fit(p, num_cpus, num_gpus)
         p.pop(self.seed_name, None)  # the remaining params go to the trainer as network/optimizer settings
         p = resolve_task_defaults(p, regression=self._label_kind() != "class")
+        p["numeric_scale"] = numeric_scale(p, self.problem_type)
 
         hidden = round_hidden_size(int(p["hidden_size"]), int(p["num_heads"]))
         if hidden != p["hidden_size"]:
@@ -143,7 +144,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                 decoder_intermediate_factor=float(p["decoder_intermediate_factor"]),
                 decoder_act_type=p["decoder_act_type"], decoder_dropout=float(p["decoder_dropout"]),
                 decoder_if_bias=bool(p["decoder_if_bias"]), qk_shared_weights=bool(p["qk_shared_weights"]),
-                use_branch_weights=bool(p["use_branch_weights"]),
+                use_branch_weights=bool(p["use_branch_weights"]), numeric_scale=p["numeric_scale"],
             )
 
         x_num, x_cat, y_label_t, y_target_t = to_tensors([enc.x_num, enc.x_cat, y_label, y_target], device)

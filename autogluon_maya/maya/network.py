@@ -101,18 +101,29 @@ def make_ffn(act_type: str, d: int, hidden: int, dropout: float, bias: bool) -> 
 
 
 class FeatureTokenizer(nn.Module):
-    """Numerical feature j -> x_j * W_j + b_j; categorical feature -> its code's embedding + b_j.
+    """Numerical feature j -> (s x_j) W_j + b_j; categorical feature -> its code's embedding + b_j.
 
     Categorical code 0 is reserved for missing/unseen values (see ``common.preprocessing``), so
     every table has ``cardinality + 1`` rows.  A learned [CLS] token is prepended.
+
+    ``num_scale`` (s, 1 in the paper) is a fixed multiplier of the numeric inputs.  Why: under Adam a weight
+    moves by about the learning rate per step whatever its gradient's size, so a numeric token's
+    x-dependent part moves by about s |x| lr per step: the scale of the inputs sets how fast the tokenizer
+    learns.  Inputs min-max scaled to [-1, 1] learnt letter's features far more slowly than quantile-normal
+    ones (std 1, tails to +-5); s = 5 more than made up for it (MAYA's ``numeric_scale``, defaults.py).
     """
 
+    num_scale = 1.0  # class default: networks pickled before the setting existed multiply by 1
+
     def __init__(self, n_num: int, cat_cardinalities: Sequence[int], d: int, if_bias: bool = True,
-                 add_act: bool = False, act_type: str = "relu"):
+                 add_act: bool = False, act_type: str = "relu", num_scale: float = 1.0):
         super().__init__()
         if n_num + len(cat_cardinalities) == 0:
             raise ValueError("MAYA needs at least one feature")
+        if not (isinstance(num_scale, (int, float)) and math.isfinite(num_scale) and num_scale > 0):
+            raise ValueError(f"numeric_scale must be a positive number, got {num_scale!r}")
         self.n_num = n_num
+        self.num_scale = float(num_scale)
         self.num_weight = nn.Parameter(torch.empty(n_num, d)) if n_num else None
         self.num_bias = nn.Parameter(torch.empty(n_num, d)) if (n_num and if_bias) else None
         self.cat_embeddings = nn.ModuleList(nn.Embedding(c + 1, d) for c in cat_cardinalities)
@@ -143,7 +154,9 @@ class FeatureTokenizer(nn.Module):
     def forward(self, x_num: torch.Tensor, x_cat: torch.Tensor) -> torch.Tensor:
         tokens = []
         if self.num_weight is not None:
-            t = x_num.unsqueeze(-1) * self.num_weight
+            # the scale folded into the (n_num, d) weight: one small multiply instead of one per row
+            w = self.num_weight if self.num_scale == 1.0 else self.num_weight * self.num_scale
+            t = x_num.unsqueeze(-1) * w
             tokens.append(t + self.num_bias if self.num_bias is not None else t)
         if len(self.cat_embeddings):
             t = torch.stack([emb(x_cat[:, i]) for i, emb in enumerate(self.cat_embeddings)], dim=1)
@@ -323,9 +336,10 @@ class MayaNetwork(nn.Module):
                  if_bias: bool = True, add_act: bool = False, act_type: str = "relu",
                  num_decoder_layers: int = 1, decoder_intermediate_factor: float = 2.0,
                  decoder_act_type: str = "relu", decoder_dropout: float = 0.1, decoder_if_bias: bool = True,
-                 qk_shared_weights: bool = False, use_branch_weights: bool = True):
+                 qk_shared_weights: bool = False, use_branch_weights: bool = True, numeric_scale: float = 1.0):
         super().__init__()
-        self.tokenizer = FeatureTokenizer(n_num, cat_cardinalities, hidden_size, if_bias, add_act, act_type)
+        self.tokenizer = FeatureTokenizer(n_num, cat_cardinalities, hidden_size, if_bias, add_act, act_type,
+                                          numeric_scale)
         self.blocks = nn.ModuleList(
             MBABlock(hidden_size, num_heads, num_branch, intermediate_factor, dropout, if_bias, use_branch_weights)
             for _ in range(num_layers))

@@ -102,7 +102,7 @@ def test_label_smoothing_out_of_range_is_an_error_naming_it():
     # the setting before numeric_transform existed still wins
     ({"numeric_transform": "minmax", "quantile_transform": False}, "binary", "none"),
     ({"quantile_transform": True}, "multiclass", "quantile"),
-    # "auto" (defaults.AUTO_NUMERIC_TRANSFORM)
+    # "auto" (defaults.PROBLEM_TYPE_DEFAULTS)
     ({}, "multiclass", "minmax_or_quantile"),
     ({}, "binary", "quantile"),
     ({}, "regression", "quantile"),

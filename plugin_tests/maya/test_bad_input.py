@@ -132,8 +132,25 @@ def test_numeric_transform_reaches_the_fitted_encoder(setting, problem_type, wan
         assert not np.allclose(x1, minmax, atol=1e-2)
 
 
+@pytest.mark.parametrize("setting, problem_type, want", [
+    ({"numeric_scale": 2.5}, "binary", 2.5),
+    ({}, "multiclass", 5.0),  # "auto" (defaults.PROBLEM_TYPE_DEFAULTS)
+    ({}, "binary", 1.0),
+    ({}, "regression", 1.0)])
+def test_numeric_scale_reaches_the_network(setting, problem_type, want):
+    df = _frame()
+    if problem_type == "multiclass":
+        df["y"] += (df["x2"] > 0.5).astype(int)
+    pred = TabularPredictor(label="y", path="ag", verbosity=0, problem_type=problem_type).fit(
+        df, hyperparameters={"MAYA": {**TINY, **setting}}, raise_on_model_failure=True, fit_weighted_ensemble=False)
+    model = pred._trainer.load_model(pred.model_names()[0])
+    assert {m.net.tokenizer.num_scale for m in model.model.members} == {want}
+
+
 @pytest.mark.parametrize("setting, named", [({"numeric_transform": "log"}, "numeric_transform"),
-                                            ({"quantile_transform": "minmax"}, "quantile_transform")])
+                                            ({"quantile_transform": "minmax"}, "quantile_transform"),
+                                            ({"numeric_scale": 0}, "numeric_scale"),
+                                            ({"numeric_scale": "big"}, "numeric_scale")])
 def test_unknown_numeric_transform_fails_naming_it(setting, named):
     """A transform name the encoder does not know, or a string for the True/False ``quantile_transform`` (which
     once silently meant True), fails the fit with an error naming the setting."""

@@ -129,6 +129,37 @@ def test_tokenizer_without_bias():
     torch.testing.assert_close(out[:, 3], tok.cat_embeddings[0].weight[x_cat[:, 0]], rtol=0, atol=0)
 
 
+def test_tokenizer_numeric_scale_multiplies_numeric_inputs_only():
+    """num_scale s: numeric token j = (s x_j) W_j + b_j; categorical tokens and [CLS] untouched."""
+    cards = [3]
+    plain = FeatureTokenizer(n_num=2, cat_cardinalities=cards, d=8)
+    scaled = FeatureTokenizer(n_num=2, cat_cardinalities=cards, d=8, num_scale=5.0)
+    scaled.load_state_dict(plain.state_dict())  # the scale is a constant, not a weight
+    x_num, x_cat = tiny_inputs(4, 2, cards)
+    out = scaled(x_num, x_cat)
+    torch.testing.assert_close(out, plain(5.0 * x_num, x_cat), rtol=0, atol=1e-6)
+    torch.testing.assert_close(out[:, 3:], plain(x_num, x_cat)[:, 3:], rtol=0, atol=0)
+    # the gradient of a numeric weight grows with the scale: that is the point of the setting
+    for tok in (plain, scaled):
+        tok.zero_grad()
+        tok(x_num, x_cat)[:, 1:3].sum().backward()
+    torch.testing.assert_close(scaled.num_weight.grad, 5.0 * plain.num_weight.grad)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), "5"])
+def test_tokenizer_rejects_a_numeric_scale_that_is_not_positive(bad):
+    with pytest.raises(ValueError, match="numeric_scale"):
+        FeatureTokenizer(n_num=2, cat_cardinalities=[], d=8, num_scale=bad)
+
+
+def test_tokenizer_pickled_before_numeric_scale_multiplies_by_one():
+    tok = FeatureTokenizer(n_num=2, cat_cardinalities=[], d=8, num_scale=3.0)
+    del tok.__dict__["num_scale"]  # what an older pickle restores: no such attribute
+    x_num, x_cat = tiny_inputs(4, 2, [])
+    torch.testing.assert_close(tok(x_num, x_cat)[:, 1:],
+                               x_num.unsqueeze(-1) * tok.num_weight + tok.num_bias, rtol=0, atol=1e-6)
+
+
 def test_tokenizer_reserved_code_zero_and_max_code():
     cards = [4, 2]
     tok = FeatureTokenizer(n_num=0, cat_cardinalities=cards, d=8)

@@ -336,6 +336,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         self.params_trained["max_epochs"] = max(1, int(round(np.mean([m["best_epoch"] for m in summaries]))))
         self.params_trained["early_stopping"] = False
         self.params_trained["hidden_size"] = hidden
+        self.params_trained["numeric_scale"] = p["numeric_scale"]  # what "auto" became
         # what "auto" became, for refit_full and the saved model; refit_full (no validation) replays the
         # average only where it won this fit's validation (the first member's)
         self.params_trained["ema_epochs"] = None if summary["best_is_average"] is False else p["ema_epochs"]

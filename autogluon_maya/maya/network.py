@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import threading
 from typing import List, Optional, Sequence, Tuple
 
@@ -120,7 +121,8 @@ class FeatureTokenizer(nn.Module):
         super().__init__()
         if n_num + len(cat_cardinalities) == 0:
             raise ValueError("MAYA needs at least one feature")
-        if not (isinstance(num_scale, (int, float)) and math.isfinite(num_scale) and num_scale > 0):
+        if isinstance(num_scale, bool) or not (isinstance(num_scale, numbers.Real) and math.isfinite(num_scale)
+                                               and num_scale > 0):
             raise ValueError(f"numeric_scale must be a positive number, got {num_scale!r}")
         self.n_num = n_num
         self.num_scale = float(num_scale)

@@ -145,15 +145,32 @@ def test_numeric_scale_reaches_the_network(setting, problem_type, want):
         df, hyperparameters={"MAYA": {**TINY, **setting}}, raise_on_model_failure=True, fit_weighted_ensemble=False)
     model = pred._trainer.load_model(pred.model_names()[0])
     assert {m.net.tokenizer.num_scale for m in model.model.members} == {want}
+    if problem_type == "multiclass":  # refit_full replays what "auto" became
+        refit = pred._trainer.load_model(pred.refit_full()[model.name])
+        assert {m.net.tokenizer.num_scale for m in refit.model.members} == {want}
+
+
+@pytest.mark.parametrize("value, ok", [(np.float32(2.0), True), (np.int64(3), True), (7, True), (True, False),
+                                       (float("nan"), False), (float("inf"), False), (-1.0, False), ("5", False)])
+def test_numeric_scale_setting_is_checked_before_the_network(value, ok):
+    """The setting's own check (a search space may hand over numpy numbers; bool is an int but not a scale)."""
+    from autogluon_maya.maya.defaults import numeric_scale
+
+    if ok:
+        assert numeric_scale({"numeric_scale": value}, "binary") == float(value)
+    else:
+        with pytest.raises(ValueError, match="numeric_scale"):
+            numeric_scale({"numeric_scale": value}, "binary")
 
 
 @pytest.mark.parametrize("setting, named", [({"numeric_transform": "log"}, "numeric_transform"),
                                             ({"quantile_transform": "minmax"}, "quantile_transform"),
                                             ({"numeric_scale": 0}, "numeric_scale"),
                                             ({"numeric_scale": "big"}, "numeric_scale")])
-def test_unknown_numeric_transform_fails_naming_it(setting, named):
-    """A transform name the encoder does not know, or a string for the True/False ``quantile_transform`` (which
-    once silently meant True), fails the fit with an error naming the setting."""
+def test_bad_numeric_setting_fails_naming_it(setting, named):
+    """A transform name the encoder does not know, a string for the True/False ``quantile_transform`` (which
+    once silently meant True), or a scale that is not a positive number fails the fit with an error naming the
+    setting."""
     with pytest.raises(Exception, match=named):
         TabularPredictor(label="y", path="ag", verbosity=0).fit(
             _frame(), hyperparameters={"MAYA": {**TINY, **setting}}, raise_on_model_failure=True,

@@ -146,7 +146,7 @@ def test_tokenizer_numeric_scale_multiplies_numeric_inputs_only():
     torch.testing.assert_close(scaled.num_weight.grad, 5.0 * plain.num_weight.grad)
 
 
-@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), "5"])
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf"), "5", True])
 def test_tokenizer_rejects_a_numeric_scale_that_is_not_positive(bad):
     with pytest.raises(ValueError, match="numeric_scale"):
         FeatureTokenizer(n_num=2, cat_cardinalities=[], d=8, num_scale=bad)

@@ -219,7 +219,9 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             summary["train_seconds"] = budget.elapsed() - start
             summary["started_at"] = start
             at_best = [t for epoch, t, _ in summary["history"] if epoch == summary["best_epoch"]]
-            summary["seconds_to_best"] = at_best[0] - start if at_best else summary["train_seconds"]
+            # the history's times are rounded to 10 ms: a best last epoch could read a few ms past the end
+            summary["seconds_to_best"] = (min(at_best[0] - start, summary["train_seconds"]) if at_best
+                                          else summary["train_seconds"])
             return summary
 
         i = 0

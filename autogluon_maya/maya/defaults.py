@@ -113,8 +113,8 @@ TASK_DEFAULTS = {
 # 5 makes them learn far faster per epoch (session 14, ``examples/results/maya_session14/``;
 # 20 fixed epochs, one network, seed 0, test accuracy 1 -> 5: letter 0.834 -> 0.931, satimage 0.826 -> 0.848, digits
 # 0.722 -> 0.925).  At 300 s, P1: letter 0.9722 / 0.9732 -> 0.9770 (one run; fit ends by early stopping at 165 s, no
-# longer at the limit; NN_TORCH 0.9755, 6 test rows below, within run-to-run noise), digits 0.9546 -> 0.9676 (mean of seeds 0-2; NN_TORCH 0.9537, KNN 0.9787), satimage
-# 0.9091 -> 0.9049 (mean; seed 0 0.9044 -> 0.8974 / 0.8951 / 0.8951 in three runs; NN_TORCH 0.9065 / 0.8998; s = 3
+# longer at the limit; NN_TORCH 0.9755, 6 test rows below, within run-to-run noise), digits 0.9546 -> 0.9676 (mean
+# of seeds 0-2; NN_TORCH 0.9537, KNN 0.9787), satimage 0.9091 -> 0.9049 (mean; seed 0 0.9044 -> 0.8974 / 0.8951 / 0.8951 in three runs; NN_TORCH 0.9065 / 0.8998; s = 3
 # and add_act were level there and lower on letter).  The s = 1 figures are session 13's, not side by side.  Binary
 # and regression keep 1 (side by side, seed 0): at 60 s accuracy up on phoneme (+1.1 points), down on bank_churn
 # (-0.6) and telco_churn (-0.2), level on qsar_biodeg (ROC-AUC up on three); cpu_act (60 s) RMSE 2.462 -> 2.285 but
@@ -154,12 +154,19 @@ def numeric_transform(params: dict, problem_type: str) -> str:
     return params["numeric_transform"]
 
 
+def checked_numeric_scale(value) -> float:
+    """``value`` as a float if it is a usable ``numeric_scale``; the one check, shared by the setting and by
+    ``FeatureTokenizer``.  numbers.Real: a search space may hand over a numpy number; bool is an int in Python
+    but no scale."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"numeric_scale must be a positive number (the MAYA setting also takes 'auto'), "
+                         f"got {value!r}")
+    return float(value)
+
+
 def numeric_scale(params: dict, problem_type: str) -> float:
     """The tokenizer's numeric input multiplier (``FeatureTokenizer``): ``"auto"`` is the problem type's."""
     value = params.get("numeric_scale", "auto")
     if value == "auto":
         return problem_type_default("numeric_scale", problem_type)
-    # numbers.Real: a search space may hand over a numpy number; bool is an int in Python but no scale
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"numeric_scale must be a positive number or 'auto', got {value!r}")
-    return float(value)
+    return checked_numeric_scale(value)

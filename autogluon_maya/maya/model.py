@@ -219,9 +219,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             summary["train_seconds"] = budget.elapsed() - start
             summary["started_at"] = start
             at_best = [t for epoch, t, _ in summary["history"] if epoch == summary["best_epoch"]]
-            # the history's times are rounded to 10 ms: a best last epoch could read a few ms past the end
-            summary["seconds_to_best"] = (min(at_best[0] - start, summary["train_seconds"]) if at_best
-                                          else summary["train_seconds"])
+            summary["seconds_to_best"] = at_best[0] - start if at_best else summary["train_seconds"]
             return summary
 
         i = 0
@@ -338,9 +336,9 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         self.params_trained["max_epochs"] = max(1, int(round(np.mean([m["best_epoch"] for m in summaries]))))
         self.params_trained["early_stopping"] = False
         self.params_trained["hidden_size"] = hidden
-        self.params_trained["numeric_scale"] = p["numeric_scale"]  # what "auto" became
         # what "auto" became, for refit_full and the saved model; refit_full (no validation) replays the
         # average only where it won this fit's validation (the first member's)
+        self.params_trained["numeric_scale"] = p["numeric_scale"]
         self.params_trained["ema_epochs"] = None if summary["best_is_average"] is False else p["ema_epochs"]
         logger.log(15, f"\tMAYA trained {summary['epochs']} epochs (best {summary['best_epoch']}, batch "
                        f"{summary['batch_size']}, stop: {summary['stop_reason']}), "

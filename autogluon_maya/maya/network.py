@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 import threading
 from typing import List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from .defaults import checked_numeric_scale
 
 
 _local = threading.local()
@@ -121,11 +122,8 @@ class FeatureTokenizer(nn.Module):
         super().__init__()
         if n_num + len(cat_cardinalities) == 0:
             raise ValueError("MAYA needs at least one feature")
-        if isinstance(num_scale, bool) or not (isinstance(num_scale, numbers.Real) and math.isfinite(num_scale)
-                                               and num_scale > 0):
-            raise ValueError(f"numeric_scale must be a positive number, got {num_scale!r}")
         self.n_num = n_num
-        self.num_scale = float(num_scale)
+        self.num_scale = checked_numeric_scale(num_scale)
         self.num_weight = nn.Parameter(torch.empty(n_num, d)) if n_num else None
         self.num_bias = nn.Parameter(torch.empty(n_num, d)) if (n_num and if_bias) else None
         self.cat_embeddings = nn.ModuleList(nn.Embedding(c + 1, d) for c in cat_cardinalities)

@@ -436,7 +436,8 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
                 g["lr"] = lr
             scheduler.step(score if np.isfinite(score) else -float("inf"))
             base_lrs[:] = [g["lr"] for g in opt.param_groups]
-        history.append((epoch, round(budget.elapsed(), 2), float(score)))
+        # exact seconds: rounded ones put a best last epoch past the member's end (seconds_to_best > train_seconds)
+        history.append((epoch, budget.elapsed(), float(score)))
         if epoch % log_every == 0 or epoch == 1:
             logger.log(15, f"\tMAYA epoch {epoch}: loss={loss.item():.4f} val={score:.4f} "
                            f"(best {ckpt.best_score:.4f} @ {ckpt.best_epoch})")

@@ -150,6 +150,34 @@ def test_numeric_scale_reaches_the_network(setting, problem_type, want):
         assert {m.net.tokenizer.num_scale for m in refit.model.members} == {want}
 
 
+@pytest.mark.parametrize("setting, problem_type, metric, want", [
+    ({}, "multiclass", "accuracy", 0.1),  # "auto" (defaults.PROBLEM_TYPE_DEFAULTS)
+    ({}, "multiclass", "balanced_accuracy", 0.1),
+    ({}, "multiclass", "log_loss", 0.0),  # a probability metric: "auto" is off
+    ({}, "binary", "accuracy", 0.0),
+    ({"label_smoothing": 0.05}, "multiclass", "log_loss", 0.05)])  # as given, whatever the metric
+def test_label_smoothing_reaches_the_loss(monkeypatch, setting, problem_type, metric, want):
+    """The smoothing the training loss is built with is what the setting, the problem type and the metric
+    ask for (make_loss itself is checked against the smoothed cross-entropy in test_network)."""
+    from autogluon_maya.maya import trainer
+
+    built = []
+    real = trainer.make_loss
+
+    def recording_make_loss(kind, quantile_levels=None, label_smoothing=0.0):
+        built.append(label_smoothing)
+        return real(kind, quantile_levels, label_smoothing)
+
+    monkeypatch.setattr(trainer, "make_loss", recording_make_loss)
+    df = _frame()
+    if problem_type == "multiclass":
+        df["y"] += (df["x2"] > 0.5).astype(int)
+    pred = TabularPredictor(label="y", path="ag", verbosity=0, problem_type=problem_type, eval_metric=metric).fit(
+        df, hyperparameters={"MAYA": {**TINY, **setting}}, raise_on_model_failure=True, fit_weighted_ensemble=False)
+    assert built == [want]
+    assert pred._trainer.load_model(pred.model_names()[0]).params_trained["label_smoothing"] == want
+
+
 @pytest.mark.parametrize("value, ok", [(np.float32(2.0), True), (np.int64(3), True), (7, True), (True, False),
                                        (float("nan"), False), (float("inf"), False), (-1.0, False), ("5", False)])
 def test_numeric_scale_setting_is_checked_before_the_network(value, ok):

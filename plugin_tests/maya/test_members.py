@@ -300,3 +300,29 @@ def test_the_first_two_members_train_at_once_each_on_its_own_random_stream(tmp_p
         raws = [m.predict_raw(torch.as_tensor(enc.x_num), torch.as_tensor(enc.x_cat)) for m in model.model.members]
         assert not torch.allclose(raws[0], raws[1])  # two networks from two seeds, not one trained twice
     np.testing.assert_array_equal(preds[0], preds[1])
+
+
+def test_members_are_judged_against_the_targets_they_were_trained_on():
+    """With label smoothing s the member score is the cross-entropy against (1 - s) one-hot + s / classes: the
+    smoothed probabilities score best (plain log loss prefers the sharper ones, which would drop members that
+    are as smoothed as they were trained to be); s = 0 is plain log loss."""
+    from autogluon.core.metrics import log_loss
+
+    from autogluon_maya.maya.members import smoothed_log_loss
+
+    s, k = 0.1, 4
+    y = np.array([0, 1, 2, 3, 1])
+    onehot = np.eye(k)[y]
+    smoothed = (1 - s) * onehot + s / k
+    sharper = 0.99 * onehot + 0.01 / k
+    scorer = smoothed_log_loss(s)
+    assert scorer(y, smoothed) > scorer(y, sharper)  # greater is better
+    assert log_loss(y, smoothed) < log_loss(y, sharper)  # the bias it removes
+    manual = -np.mean(np.sum(smoothed * np.log(sharper), axis=1))
+    assert scorer(y, sharper) == pytest.approx(-manual, rel=1e-9)
+    assert smoothed_log_loss(0.0) is log_loss
+    # binary: AutoGluon hands over the positive class's probability only
+    yb, pb = np.array([0, 1, 1]), np.array([0.2, 0.7, 0.95])
+    full = np.stack([1 - pb, pb], axis=1)
+    target = (1 - s) * np.eye(2)[yb] + s / 2
+    assert scorer(yb, pb) == pytest.approx(np.mean(np.sum(target * np.log(full), axis=1)), rel=1e-9)

@@ -91,7 +91,8 @@ def smoothed_log_loss(smoothing: float):
     label smoothing the members are deliberately less confident, and averaging them makes them less confident
     still, so plain log loss charges the average for the smoothing itself: digits kept 1-2 of 3 members with
     s = 0.1 against 2-3 without (session 15).  Against the smoothed targets the best score is at the smoothed
-    probabilities, so the comparison judges the members, not the smoothing."""
+    probabilities, so the comparison judges the members, not the smoothing.  That best score is the smoothed
+    targets' entropy, not 0 (``optimum`` is nominal; only comparisons of two scores are used)."""
     import numpy as np
     from autogluon.core.metrics import log_loss, make_scorer
 
@@ -99,9 +100,10 @@ def smoothed_log_loss(smoothing: float):
         return log_loss
 
     def cross_entropy(y_true, y_pred_proba):
-        proba = np.clip(np.asarray(y_pred_proba, dtype=np.float64), 1e-15, 1.0)
+        proba = np.asarray(y_pred_proba, dtype=np.float64)
         if proba.ndim == 1:  # binary: AutoGluon hands over the positive class's probability
             proba = np.stack([1 - proba, proba], axis=1)
+        proba = np.clip(proba, 1e-15, 1.0)  # after stacking: a saturated 1.0 leaves a 0 beside it
         k = proba.shape[1]
         logp = np.log(proba)
         own = logp[np.arange(len(proba)), np.asarray(y_true, dtype=np.int64)]

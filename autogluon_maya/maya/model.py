@@ -176,9 +176,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         # Accuracy on satimage's 1,030 validation rows dropped a member twice for one row (0.9049 vs 0.9058,
         # 0.9068 vs 0.9078); a proper score of the averaged probabilities moves with every row's confidence, not
         # only with the rows that flip.
-        member_metric, member_metric_label = (
-            (smoothed_log_loss(float(p["label_smoothing"] or 0.0)), "log loss") if kind == "class"
-            else (self.stopping_metric, "stopping metric"))
+        member_metric = smoothed_log_loss(p["label_smoothing"]) if kind == "class" else self.stopping_metric
+        member_metric_label = member_metric.name
         max_members = resolve_members(p["ensemble_members"], time_limit)
         parallel = resolve_parallel(p["parallel_members"], max_members, num_cpus, device.type)
         if parallel > 1:
@@ -207,7 +206,6 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             if i > 0:
                 torch.manual_seed(member_seed(i))  # member 0 keeps the fit's own seeding
             return FittedMaya(build_network(layers)).to(device)
-
 
         def train_member(i: int, fitted: FittedMaya, member_budget, threads: int, reserve_passes: int = 0) -> dict:
             start = budget.elapsed()

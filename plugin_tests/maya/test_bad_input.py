@@ -154,11 +154,15 @@ def test_numeric_scale_reaches_the_network(setting, problem_type, want):
     ({}, "multiclass", "accuracy", 0.1),  # "auto" (defaults.PROBLEM_TYPE_DEFAULTS)
     ({}, "multiclass", "balanced_accuracy", 0.1),
     ({}, "multiclass", "log_loss", 0.0),  # a probability metric: "auto" is off
+    ({}, "multiclass", "roc_auc_ovr_macro", 0.0),
     ({}, "binary", "accuracy", 0.0),
-    ({"label_smoothing": 0.05}, "multiclass", "log_loss", 0.05)])  # as given, whatever the metric
+    ({}, "regression", "root_mean_squared_error", 0.0),
+    ({"label_smoothing": np.float32(0.05)}, "multiclass", "log_loss", 0.05),  # as given, whatever the metric
+    ({"label_smoothing": 0.1}, "binary", "accuracy", 0.1),
+    ({"label_smoothing": None}, "multiclass", "accuracy", 0.0)])  # the old "off"
 def test_label_smoothing_reaches_the_loss(monkeypatch, setting, problem_type, metric, want):
-    """The smoothing the training loss is built with is what the setting, the problem type and the metric
-    ask for (make_loss itself is checked against the smoothed cross-entropy in test_network)."""
+    """The smoothing the training loss is built with is what the setting, the problem type and the metric ask
+    for (make_loss itself is checked against the smoothed cross-entropy in test_network)."""
     from autogluon_maya.maya import trainer
 
     built = []
@@ -174,8 +178,8 @@ def test_label_smoothing_reaches_the_loss(monkeypatch, setting, problem_type, me
         df["y"] += (df["x2"] > 0.5).astype(int)
     pred = TabularPredictor(label="y", path="ag", verbosity=0, problem_type=problem_type, eval_metric=metric).fit(
         df, hyperparameters={"MAYA": {**TINY, **setting}}, raise_on_model_failure=True, fit_weighted_ensemble=False)
-    assert built == [want]
-    assert pred._trainer.load_model(pred.model_names()[0]).params_trained["label_smoothing"] == want
+    assert built == [pytest.approx(want)]
+    assert pred._trainer.load_model(pred.model_names()[0]).params_trained["label_smoothing"] == pytest.approx(want)
 
 
 @pytest.mark.parametrize("value, ok", [(np.float32(2.0), True), (np.int64(3), True), (7, True), (True, False),
@@ -189,6 +193,18 @@ def test_numeric_scale_setting_is_checked_before_the_network(value, ok):
     else:
         with pytest.raises(ValueError, match="numeric_scale"):
             numeric_scale({"numeric_scale": value}, "binary")
+
+
+@pytest.mark.parametrize("value", ["Auto", "0.1", True, 1.0, -0.1])
+def test_bad_label_smoothing_fails_naming_it(value):
+    """A misspelt "auto", a number as text or True (an int in Python) is no smoothing: the fit fails naming the
+    setting rather than converting it or failing inside float()."""
+    df = _frame()
+    df["y"] += (df["x2"] > 0.5).astype(int)
+    with pytest.raises(Exception, match="label_smoothing"):
+        TabularPredictor(label="y", path="ag", verbosity=0).fit(
+            df, hyperparameters={"MAYA": {**TINY, "label_smoothing": value}}, raise_on_model_failure=True,
+            fit_weighted_ensemble=False)
 
 
 @pytest.mark.parametrize("setting, named", [({"numeric_transform": "log"}, "numeric_transform"),

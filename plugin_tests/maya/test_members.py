@@ -15,7 +15,7 @@ import torch
 from autogluon.core.metrics import log_loss
 
 from autogluon_maya import MayaModel
-from autogluon_maya.maya.members import AUTO_MEMBERS, resolve_members
+from autogluon_maya.maya.members import AUTO_MEMBERS, resolve_members, smoothed_log_loss
 from autogluon_maya.maya.model import MEMBER_SEED_STRIDE
 
 # a parallel pair needs two cores (AutoGluon hands the model the machine's count)
@@ -36,7 +36,12 @@ def _data(problem_type, n=360, seed=0):
     rng = np.random.default_rng(seed)
     X = pd.DataFrame(rng.normal(size=(n, 4)), columns=list("abcd"))
     signal = np.sin(2 * X["a"]) + X["b"] * X["c"]
-    y = signal + 0.3 * rng.normal(size=n) if problem_type == "regression" else (signal > 0).astype(int)
+    if problem_type == "regression":
+        y = signal + 0.3 * rng.normal(size=n)
+    elif problem_type == "multiclass":
+        y = np.digitize(signal, [-0.4, 0.4])
+    else:
+        y = (signal > 0).astype(int)
     return X, pd.Series(y, name="y")
 
 
@@ -48,9 +53,11 @@ def _fit(tmp_path, problem_type, hp, time_limit=None, validate=True):
     return model, X.iloc[280:], y.iloc[280:]
 
 
-@pytest.mark.parametrize("problem_type", ["regression", "binary"])
+@pytest.mark.parametrize("problem_type", ["regression", "binary", "multiclass"])
 def test_members_are_kept_unless_the_average_validates_worse(problem_type, tmp_path, one_torch_thread_seeded):
-    model, X_val, y_val = _fit(tmp_path, problem_type, {"ensemble_members": 3})
+    # multiclass with label smoothing: members are judged against the smoothed targets (smoothed_log_loss)
+    smoothing = 0.1 if problem_type == "multiclass" else 0.0
+    model, X_val, y_val = _fit(tmp_path, problem_type, {"ensemble_members": 3, "label_smoothing": smoothing})
     members = model._fit_summary["members"]
     assert 1 <= len(members) == len(model.model) <= 3
     assert model.params_trained["ensemble_members"] == len(members)
@@ -59,11 +66,11 @@ def test_members_are_kept_unless_the_average_validates_worse(problem_type, tmp_p
     judged = [m["ensemble_member_score"] for m in members]
     assert all(b >= a for a, b in zip(judged, judged[1:])), judged
     # the kept average is what the model predicts: both recorded scores are those of its predictions
-    proba = np.asarray(model.predict_proba(X_val) if problem_type == "binary" else model.predict(X_val))
+    proba = np.asarray(model.predict(X_val) if problem_type == "regression" else model.predict_proba(X_val))
     y = y_val.to_numpy()
     score = model.score_with_y_pred_proba(y=y, y_pred_proba=proba, metric=model.stopping_metric)
     assert score == pytest.approx(members[-1]["ensemble_val_score"], rel=1e-5, abs=1e-6)
-    judge = log_loss if problem_type == "binary" else model.stopping_metric
+    judge = model.stopping_metric if problem_type == "regression" else smoothed_log_loss(smoothing)
     assert model.score_with_y_pred_proba(y=y, y_pred_proba=proba, metric=judge) == pytest.approx(judged[-1], rel=1e-5)
 
 
@@ -306,10 +313,6 @@ def test_members_are_judged_against_the_targets_they_were_trained_on():
     """With label smoothing s the member score is the cross-entropy against (1 - s) one-hot + s / classes: the
     smoothed probabilities score best (plain log loss prefers the sharper ones, which would drop members that
     are as smoothed as they were trained to be); s = 0 is plain log loss."""
-    from autogluon.core.metrics import log_loss
-
-    from autogluon_maya.maya.members import smoothed_log_loss
-
     s, k = 0.1, 4
     y = np.array([0, 1, 2, 3, 1])
     onehot = np.eye(k)[y]
@@ -322,7 +325,9 @@ def test_members_are_judged_against_the_targets_they_were_trained_on():
     assert scorer(y, sharper) == pytest.approx(-manual, rel=1e-9)
     assert smoothed_log_loss(0.0) is log_loss
     # binary: AutoGluon hands over the positive class's probability only
-    yb, pb = np.array([0, 1, 1]), np.array([0.2, 0.7, 0.95])
+    yb, pb = np.array([0, 1, 1, 0]), np.array([0.2, 0.7, 1.0, 0.0])  # saturated float32 softmax gives 1.0 / 0.0
     full = np.stack([1 - pb, pb], axis=1)
     target = (1 - s) * np.eye(2)[yb] + s / 2
-    assert scorer(yb, pb) == pytest.approx(np.mean(np.sum(target * np.log(full), axis=1)), rel=1e-9)
+    assert scorer(yb, pb) == pytest.approx(np.mean(np.sum(target * np.log(np.clip(full, 1e-15, 1)), axis=1)),
+                                           rel=1e-9)
+    assert np.isfinite(scorer(yb, pb))

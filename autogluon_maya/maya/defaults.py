@@ -123,10 +123,10 @@ TASK_DEFAULTS = {
 # label_smoothing (others: 0).  Multiclass takes 0.1 where the metric judges the predicted classes (session 15, P1,
 # 300 s, 2 cores, ``examples/results/maya_session15/``; test accuracy, 0 -> 0.1, side by side except satimage's 0
 # runs, session 14's): letter 0.9770 -> 0.9785, otto (10,000 rows) 0.7570 -> 0.7585, satimage at seed 0 0.8974 /
-# 0.8951 / 0.8951 -> 0.8990 / 0.8990 / 0.9052 (three runs each; NN_TORCH 0.8998), over seeds 0-2 0.9049 -> 0.9060
-# (NN_TORCH 0.9065); digits 0.9676 -> 0.9639 / 0.9602 (two runs of seeds 0-2; 1-5 test rows of 360 per seed): worse
-# there, better on the other three.  In session 12 (inputs not yet scaled) it cost letter and two of three binary
-# tables at 60 s, so binary keeps 0.
+# 0.8951 / 0.8951 -> 0.8990 / 0.8990 / 0.9052 (three runs each; NN_TORCH 0.8998), over seeds 0-2 0.9049 -> 0.9060 /
+# 0.9073 (two runs; NN_TORCH 0.9065); digits 0.9676 -> 0.9639 / 0.9602 (two runs of seeds 0-2; 1-5 test rows of
+# 360 per seed): worse there, a few test rows better on the other three.  In session 12 it cost letter (then with
+# unscaled inputs) and two of three binary tables at 60 s, so binary keeps 0.
 PROBLEM_TYPE_DEFAULTS = {
     "multiclass": {"numeric_transform": "minmax_or_quantile", "numeric_scale": 5.0, "label_smoothing": 0.1},
 }

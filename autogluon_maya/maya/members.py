@@ -90,9 +90,9 @@ def smoothed_log_loss(smoothing: float):
     Plain log loss (s = 0) is a proper score and moves with every row's confidence, unlike accuracy.  With
     label smoothing the members are deliberately less confident, and averaging them makes them less confident
     still, so plain log loss charges the average for the smoothing itself (on digits, s = 0.1 fits judged that way
-    kept 5 of 9 possible members over three seeds; session 15).  Against the smoothed targets the best score is at the smoothed
-    probabilities, so the comparison judges the members, not the smoothing.  That best score is the smoothed
-    targets' entropy, not 0 (``optimum`` is nominal; only comparisons of two scores are used)."""
+    kept 5 of 9 possible members over three seeds; session 15).  Against the smoothed targets the best score is at
+    the smoothed probabilities, so the comparison judges the members, not the smoothing.  That best score is the
+    smoothed targets' entropy, not 0 (``optimum`` is nominal; only comparisons of two scores are used)."""
     import numpy as np
     from autogluon.core.metrics import log_loss, make_scorer
 

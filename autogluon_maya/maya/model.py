@@ -170,7 +170,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             def val_score_fn(f: FittedMaya) -> float:  # the trainer has just refreshed f's context
                 return score(val_proba(f))
 
-        loss_fn = make_loss(kind, self.quantile_levels, p["label_smoothing"])  # one for all members; checks the value first
+        # one loss for all members; make_loss checks the smoothing's range before anything trains
+        loss_fn = make_loss(kind, self.quantile_levels, p["label_smoothing"])
         # What decides whether a further member stays: the stopping metric, except that classification is
         # judged by log loss (against the smoothed targets where label smoothing is on, see smoothed_log_loss).
         # Accuracy on satimage's 1,030 validation rows dropped a member twice for one row (0.9049 vs 0.9058,

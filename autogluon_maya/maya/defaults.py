@@ -181,12 +181,14 @@ def numeric_scale(params: dict, problem_type: str) -> float:
 
 
 def checked_label_smoothing(value) -> float:
-    """``value`` as a float if it is a number (``make_loss`` checks the range [0, 1)); None is the old "off".
-    Text and bool fail here, naming the setting, rather than inside ``float()`` or as a silent 1.0."""
+    """``value`` as a float if it is a usable smoothing, a number in [0, 1); None is the old "off".  The one check,
+    shared by the setting and by ``make_loss``: text and bool fail here, naming the setting, rather than inside
+    ``float()`` or as a silent 1.0."""
     if value is None:
         return 0.0
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"label_smoothing must be a number in [0, 1) or 'auto', got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0.0 <= value < 1.0:
+        raise ValueError(f"label_smoothing must be a number in [0, 1) (the MAYA setting also takes 'auto'), "
+                         f"got {value!r}")
     return float(value)
 
 

@@ -170,7 +170,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             def val_score_fn(f: FittedMaya) -> float:  # the trainer has just refreshed f's context
                 return score(val_proba(f))
 
-        # one loss for all members; make_loss checks the smoothing's range before anything trains
+        # one loss for all members, built before anything trains
         loss_fn = make_loss(kind, self.quantile_levels, p["label_smoothing"])
         # What decides whether a further member stays: the stopping metric, except that classification is
         # judged by log loss (against the smoothed targets where label smoothing is on, see smoothed_log_loss).
@@ -178,7 +178,6 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         # 0.9068 vs 0.9078); a proper score of the averaged probabilities moves with every row's confidence, not
         # only with the rows that flip.
         member_metric = smoothed_log_loss(p["label_smoothing"]) if kind == "class" else self.stopping_metric
-        member_metric_label = member_metric.name
         max_members = resolve_members(p["ensemble_members"], time_limit)
         parallel = resolve_parallel(p["parallel_members"], max_members, num_cpus, device.type)
         if parallel > 1:
@@ -309,7 +308,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                         # the next member still trains in its planned share: one that hurts the average says
                         # little about the next seed
                         dropped.append(f"member {j + 1} dropped: the average scored {averaged:.4f} on validation "
-                                       f"({member_metric_label}), "
+                                       f"({member_metric.name}), "
                                        f"{ensemble_score:.4f} without it")
                         logger.log(15, f"\tMAYA: {dropped[-1]}")
                         continue

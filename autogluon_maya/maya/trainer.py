@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..common.training import AdaptiveThreads, BestCheckpoint, TimeBudget, autocast, batch_slices, torch_threads
+from .defaults import checked_label_smoothing
 from .network import MayaNetwork, dropout_generator
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
@@ -27,9 +28,7 @@ def make_loss(kind: str, quantile_levels: Optional[List[float]] = None, label_sm
     """Per-row losses: CE (classification, optionally label-smoothed), MSE (standardized regression),
     pinball (quantile)."""
     if kind == "class":
-        smoothing = float(label_smoothing or 0.0)
-        if not 0.0 <= smoothing < 1.0:
-            raise ValueError(f"label_smoothing must be in [0, 1), got {label_smoothing!r}")
+        smoothing = checked_label_smoothing(label_smoothing)
         return lambda out, y: F.cross_entropy(out.float(), y.long(), reduction="none", label_smoothing=smoothing)
     if kind == "quantile":
         q = torch.tensor(quantile_levels, dtype=torch.float32)

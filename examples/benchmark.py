@@ -13,7 +13,7 @@ records test accuracy + ROC-AUC (classification) or RMSE (regression), fit time,
 
 Results are appended to ``<out>/results.jsonl``, one line per fit, keyed by (dataset, model, seed,
 config hash of time limit / row cap / hyperparameters): rerunning skips what is done, so an
-interrupted run resumes and several sessions add up to one table.  The report (``results.md``,
+interrupted run resumes and several runs add up to one table.  The report (``results.md``,
 ``pama.png``, ``cd_diagram.png``, ``fit_time_vs_score.png``) is rebuilt from the JSONL at the end.
 """
 

@@ -134,7 +134,7 @@ def parse_args(argv=None):
     ap.add_argument("--max-rows", type=int, default=20000, help="subsample larger tables (seeded)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--smoke", action="store_true", help="tiny model sizes (checks the script, not the models)")
-    ap.add_argument("--out", default="examples/results/stack_with_gbdts")
+    ap.add_argument("--out", default="results/stack_with_gbdts")
     return ap.parse_args(argv)
 
 

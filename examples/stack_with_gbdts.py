@@ -1,7 +1,7 @@
 """MAYA and TabSwift bagged and stacked with LightGBM, CatBoost and XGBoost on a real table.
 
     python examples/stack_with_gbdts.py                                      # telco_churn, "light", 2 CPU cores
-    python examples/stack_with_gbdts.py ../shared/datasets/cpu_act --preset best --num-gpus 1 --time-limit 3600
+    python examples/stack_with_gbdts.py $AUTOGLUON_MAYA_DATASETS/cpu_act --preset best --num-gpus 1 --time-limit 3600
     python examples/stack_with_gbdts.py --smoke --num-cpus 1 --time-limit 60  # tiny models: checks the plumbing
 
 Models: ``autogluon_maya.hyperparameters(preset)`` (see ``autogluon_maya/portfolio.py`` for the evidence

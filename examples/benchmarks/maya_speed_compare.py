@@ -1,6 +1,6 @@
 """MAYA training speed, this checkout against an earlier commit, side by side in one run.
 
-    python examples/benchmarks/maya_speed_compare.py --baseline 172ea17 --data ../shared/datasets/california_housing
+    python examples/benchmarks/maya_speed_compare.py --baseline 172ea17 --data $AUTOGLUON_MAYA_DATASETS/california_housing
 
 Each version trains in its own child process (the baseline's package is unpacked from git into a temp
 folder and put first on ``PYTHONPATH``) with the same hyperparameters, the same rows and the same seed;

@@ -1,7 +1,7 @@
 """MAYA training throughput on this machine: rows/s, peak memory, achieved GFLOP/s of an epoch
 against the fp32 matmul rate measured in the same run (same thread count).
 
-    python examples/benchmarks/maya_throughput.py --data ../shared/datasets/california_housing --threads 2
+    python examples/benchmarks/maya_throughput.py --data $AUTOGLUON_MAYA_DATASETS/california_housing --threads 2
 
 FLOPs are counted by ``torch.utils.flop_counter.FlopCounterMode`` on one real training step
 (forward + backward; matmuls and attention, elementwise ops not counted), then multiplied by the

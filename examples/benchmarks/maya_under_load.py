@@ -1,6 +1,6 @@
 """How much a MAYA fit slows down when another busy process shares the machine, this checkout vs a git ref.
 
-    python examples/benchmarks/maya_under_load.py --baseline 172ea17 --data ../shared/datasets/phoneme
+    python examples/benchmarks/maya_under_load.py --baseline 172ea17 --data $AUTOGLUON_MAYA_DATASETS/phoneme
 
 For each version (children started as in ``maya_speed_compare.py``) the same fixed amount of training
 (``--epochs`` epochs of the default network, ``--threads`` torch threads as AutoGluon would give it) runs

@@ -14,7 +14,7 @@ the whole fit, not per model), bagging (``--num-bag-folds``), one stack level an
 Protocol P1 (``autogluon_maya.common.protocol``): 64/16/20 split; the validation part is the bag
 holdout (``use_bag_holdout=True``) on which AutoGluon picks the final model; the score is the test
 metric of that model (accuracy, or RMSE for regression).  Datasets default to the public tables in
-``../shared/datasets`` with <= ~10k rows (``--max-rows`` subsamples larger ones, seeded), mixing
+``$AUTOGLUON_MAYA_DATASETS`` with <= ~10k rows (``--max-rows`` subsamples larger ones, seeded), mixing
 binary, multiclass and regression.
 
 Outputs in ``--out``: ``results.csv`` (one row per finished fit, appended), ``results.md`` (per-dataset

@@ -70,7 +70,7 @@ def report(rows, out: Path) -> None:
         lines.append(f"| {name} | {rs[0]['metric']} | " + " | ".join(f"{v:.4f}" for v in s) + f" | {'yes' if ok else 'no'} |")
     lines.append(f"\nScores are means over {'/'.join(map(str, seeds))} ensemble seed(s). "
                  f"Non-decreasing from 256 to 2,048 rows on {n_ok} of {len(by)} datasets "
-                 "(for RMSE: non-increasing). Goal: at least 4 of 5.")
+                 "(for RMSE: non-increasing). The aim was at least 4 of 5.")
     (out / "context_curve.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

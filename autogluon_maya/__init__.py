@@ -9,7 +9,7 @@ from .maya import MayaModel, maya_search_space
 from .portfolio import hyperparameters
 from .tabswift.model import TabSwiftModel
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["MayaModel", "TabSwiftModel", "hyperparameters", "maya_search_space", "register_models"]
 
 register_models([MayaModel, TabSwiftModel])

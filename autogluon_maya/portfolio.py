@@ -26,7 +26,7 @@ __all__ = ["hyperparameters", "PRESETS", "preset_doc", "MAYA_PRIORITY", "TABSWIF
 # defaults MAYA 70, TABSWIFT 65): the GBDTs first, then TabSwift (seconds), then MAYA, which takes what is
 # left of the level's time.  Measured reason: in a 60 s, 1-core, 5-fold bagged fit of "light" + XGB on
 # qsar_biodeg with the class priorities, MAYA was fitted second and used the time that CatBoost, TabSwift
-# and XGBoost then never got (examples/mixed_ensemble_benchmark.py smoke run) -- at a tight budget the
+# and XGBoost then never got (examples/benchmarks/mixed_ensemble_benchmark.py smoke run) -- at a tight budget the
 # "mixed" ensemble then had fewer GBDTs than the GBDT-only one.  With this order the same run fitted
 # GBM, CAT and XGB and no neural model: at such budgets "mixed" falls back to the GBDTs instead of
 # losing them.  ``priority`` only orders the fits; it changes no hyperparameter.

@@ -1,6 +1,6 @@
 """Benchmark AutoGluon models under protocol P1 and report ranks, PAMA and a critical-difference diagram.
 
-    python examples/benchmark.py --data-dir ../shared/datasets --models MAYA,GBM,CAT,XGB,NN_TORCH,TABM,REALMLP \
+    python examples/benchmark.py --data-dir $AUTOGLUON_MAYA_DATASETS --models MAYA,GBM,CAT,XGB,NN_TORCH,TABM,REALMLP \
         --seeds 0,1,2 --time-limit 300 --out results/
     python examples/benchmark.py --quick                    # 4 small datasets, 4 models, 60 s, ~20 min on 2 cores
     python examples/benchmark.py --out results/ --report-only
@@ -13,7 +13,7 @@ records test accuracy + ROC-AUC (classification) or RMSE (regression), fit time,
 
 Results are appended to ``<out>/results.jsonl``, one line per fit, keyed by (dataset, model, seed,
 config hash of time limit / row cap / hyperparameters): rerunning skips what is done, so an
-interrupted run resumes and several sessions add up to one table.  The report (``results.md``,
+interrupted run resumes and several runs add up to one table.  The report (``results.md``,
 ``pama.png``, ``cd_diagram.png``, ``fit_time_vs_score.png``) is rebuilt from the JSONL at the end.
 """
 

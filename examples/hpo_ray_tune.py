@@ -1,7 +1,7 @@
 """Hyperparameter search for MAYA and/or TabSwift with AutoGluon's Ray Tune backend, on a real table.
 
     python examples/hpo_ray_tune.py                                   # phoneme, MAYA + TABSWIFT, 4 trials each
-    python examples/hpo_ray_tune.py ../shared/datasets/telco_churn --models MAYA --num-trials 8 --time-limit 1800
+    python examples/hpo_ray_tune.py $AUTOGLUON_MAYA_DATASETS/telco_churn --models MAYA --num-trials 8 --time-limit 1800
     python examples/hpo_ray_tune.py --num-gpus 1 --gpus-per-trial 0.25   # 4 trials at a time on one GPU
     python examples/hpo_ray_tune.py --num-cpus 1 --num-trials 2 --time-limit 60 --max-epochs 2   # smoke run
 

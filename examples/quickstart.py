@@ -1,7 +1,7 @@
 """Fit MAYA and TabSwift next to LightGBM and CatBoost and print the leaderboard.
 
     python examples/quickstart.py                      # scikit-learn's breast-cancer table (ships with sklearn)
-    python examples/quickstart.py --data ../shared/datasets/telco_churn   # a dataset folder
+    python examples/quickstart.py --data $AUTOGLUON_MAYA_DATASETS/telco_churn   # a dataset folder
     python examples/quickstart.py --data my_table.csv --label y           # any CSV
 """
 

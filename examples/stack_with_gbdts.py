@@ -1,7 +1,7 @@
 """MAYA and TabSwift bagged and stacked with LightGBM, CatBoost and XGBoost on a real table.
 
     python examples/stack_with_gbdts.py                                      # telco_churn, "light", 2 CPU cores
-    python examples/stack_with_gbdts.py ../shared/datasets/cpu_act --preset best --num-gpus 1 --time-limit 3600
+    python examples/stack_with_gbdts.py $AUTOGLUON_MAYA_DATASETS/cpu_act --preset best --num-gpus 1 --time-limit 3600
     python examples/stack_with_gbdts.py --smoke --num-cpus 1 --time-limit 60  # tiny models: checks the plumbing
 
 Models: ``autogluon_maya.hyperparameters(preset)`` (see ``autogluon_maya/portfolio.py`` for the evidence
@@ -134,7 +134,7 @@ def parse_args(argv=None):
     ap.add_argument("--max-rows", type=int, default=20000, help="subsample larger tables (seeded)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--smoke", action="store_true", help="tiny model sizes (checks the script, not the models)")
-    ap.add_argument("--out", default="examples/results/stack_with_gbdts")
+    ap.add_argument("--out", default="results/stack_with_gbdts")
     return ap.parse_args(argv)
 
 

@@ -1,4 +1,4 @@
-"""``examples/gpu_check.sh --cpu`` runs every GPU check end to end on the CPU, so the script a GPU session
+"""``examples/benchmarks/gpu_check.sh --cpu`` runs every GPU check end to end on the CPU, so the script a GPU machine
 will run cannot rot unnoticed (~1.5 min on 2 shared cores, most of it two Ray start-ups)."""
 
 import json
@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_gpu_check_script_runs_end_to_end_on_cpu(tmp_path):
     env = {**os.environ, "OUT": str(tmp_path / "out")}
-    proc = subprocess.run(["bash", str(REPO / "examples" / "gpu_check.sh"), "--cpu"], cwd=str(tmp_path), env=env,
+    proc = subprocess.run(["bash", str(REPO / "examples" / "benchmarks" / "gpu_check.sh"), "--cpu"], cwd=str(tmp_path), env=env,
                           capture_output=True, text=True, timeout=600)
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     checks = results["checks"]

@@ -18,6 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Callable, Iterable, List, Optional
 
+from .p1 import roc_auc  # noqa: F401  (re-exported: the scoring lives with the P1 helper)
 from .results import Task, _jsonable, append_result, read_results, todo
 
 CHILD_GRACE_S = 600.0  # hard timeout = 3 x time limit + this: AutoGluon's time limit is soft
@@ -39,75 +40,27 @@ def _peak_rss_mb() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024.0
 
 
-def roc_auc(y_true, proba, positive_class=None) -> Optional[float]:
-    """ROC-AUC from ``predict_proba`` (a DataFrame, one column per class), computed with sklearn.
-
-    Binary: the AUC of the positive class.  Multiclass: one-vs-rest macro average, i.e. the mean of
-    the per-class AUCs (what ``roc_auc_score(multi_class="ovr", average="macro")`` returns); done
-    class by class so that a class absent from the test part is skipped rather than an error, and
-    float32 probabilities that do not sum exactly to 1 are accepted.  None when undefined."""
-    import numpy as np
-    from sklearn.metrics import roc_auc_score
-
-    y = np.asarray(y_true)
-    classes = [positive_class] if positive_class is not None else list(proba.columns)
-    aucs = []
-    for c in classes:
-        hit = y == c
-        if hit.all() or not hit.any():
-            continue
-        aucs.append(roc_auc_score(hit, proba[c].to_numpy()))
-    return float(np.mean(aucs)) if aucs else None
-
-
 def _fit(spec: dict) -> dict:
     """Protocol P1 for one model; runs in the child.  Returns the measured part of a result row."""
-    import numpy as np
-    from sklearn.metrics import accuracy_score
+    from autogluon.tabular import __version__ as ag_version
 
-    import autogluon_maya  # noqa: F401  (registers MAYA)
-    from autogluon.tabular import TabularPredictor, __version__ as ag_version
-    from autogluon_maya.common.protocol import load_dataset, p1_metric, p1_split
+    from .p1 import p1_data, p1_fit
 
-    ds = load_dataset(Path(spec["data_dir"]) / spec["dataset"], max_rows=spec["max_rows"], seed=spec["seed"])
-    train, val, test = p1_split(ds, spec["seed"])
-    row = {"n_rows": len(ds.data), "n_train": len(train), "n_val": len(val), "n_test": len(test),
-           "autogluon_version": ag_version, "mem_before_fit_mb": round(_peak_rss_mb(), 1)}
-    path = tempfile.mkdtemp(prefix=f"bench_{ds.name}_{spec['model']}_")
+    data = p1_data(Path(spec["data_dir"]) / spec["dataset"], seed=spec["seed"], max_rows=spec["max_rows"])
+    row = {"n_rows": len(data.dataset.data), "n_train": len(data.train), "n_val": len(data.val),
+           "n_test": len(data.test), "autogluon_version": ag_version, "mem_before_fit_mb": round(_peak_rss_mb(), 1)}
+    path = tempfile.mkdtemp(prefix=f"bench_{data.name}_{spec['model']}_")
     try:
-        predictor = TabularPredictor(label=ds.target, problem_type=ds.task, eval_metric=p1_metric(ds.task),
-                                     path=path, verbosity=0)
-        t0 = time.perf_counter()
         ag_key = spec["model"].split("@")[0]  # "KEY@variant": same AutoGluon model, another configuration
-        predictor.fit(train, tuning_data=val, hyperparameters={ag_key: spec["hyperparameters"]},
-                      time_limit=spec["time_limit"], fit_weighted_ensemble=False, num_cpus=spec["num_cpus"],
-                      num_gpus=0, raise_on_model_failure=True)
-        row["fit_s"] = round(time.perf_counter() - t0, 2)
+        fit = p1_fit(data, {ag_key: spec["hyperparameters"]}, time_limit=spec["time_limit"],
+                     num_cpus=spec["num_cpus"], num_gpus=0, path=path)
+        row["fit_s"] = round(fit.fit_s, 2)
         row["mem_fit_peak_mb"] = round(_peak_rss_mb(), 1)
         row["ru_maxrss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
-        name = predictor.model_names()[0]
+        name = fit.model_name
         row["ag_model"] = name
-        try:
-            predictor.persist(models=[name])  # time inference, not loading from disk
-        except Exception:
-            pass
-        x_test, y_test = test.drop(columns=[ds.target]), test[ds.target]
-        t0 = time.perf_counter()
-        if ds.is_classification:
-            proba = predictor.predict_proba(x_test, model=name)
-            pred_s = time.perf_counter() - t0
-            y_pred = predictor.predict_from_proba(proba)
-            row["accuracy"] = float(accuracy_score(y_test, y_pred))
-            row["roc_auc"] = roc_auc(y_test, proba, predictor.positive_class if ds.task == "binary" else None)
-        else:
-            y_pred = predictor.predict(x_test, model=name)
-            pred_s = time.perf_counter() - t0
-            row["rmse"] = float(np.sqrt(np.mean((np.asarray(y_pred, float) - y_test.to_numpy(float)) ** 2)))
-        row["predict_s_per_1k"] = round(1000.0 * pred_s / max(len(test), 1), 5)
-        lb = predictor.leaderboard(silent=True).set_index("model")
-        row["val_score"] = abs(float(lb.loc[name, "score_val"])) if ds.task == "regression" else \
-            float(lb.loc[name, "score_val"])
-        row.update(_model_summary(predictor, name))
+        row.update(fit.score(name))
+        row.update(_model_summary(fit.predictor, name))
         row["mem_peak_mb"] = round(_peak_rss_mb(), 1)
         row["status"] = "ok"
         return row

@@ -121,7 +121,7 @@ class AdaptiveThreads:
     Why: torch's OpenMP threads spin-wait at every parallel region.  When another process takes one of
     the two cores, each of MAYA's many small kernels waits for the descheduled thread, and a 2-thread
     step became 6-10x slower than a 1-thread step (measured with other jobs running,
-    ``examples/results/maya_throughput/load.md``).  Alone on the machine, 2 threads are ~1.5x faster.
+    ``examples/benchmarks/results/throughput/load.md``).  Alone on the machine, 2 threads are ~1.5x faster.
     So the trainer times ``probe_steps`` steps with one thread, then with the full count, every
     ``period_s`` seconds, and keeps the faster.  The timed steps are ordinary training steps; the
     full-count probe is abandoned at its first step slower than 1.5x the one-thread median, so that on

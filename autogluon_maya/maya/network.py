@@ -46,7 +46,7 @@ def byte_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
 
     Why not ``F.dropout``: on CPU its per-element Bernoulli sampling was ~40 % of MAYA's step time at the
     default size; this mask costs ~1/3 of it (measured: 3.6 -> 1.3 ms on a 590k-element tensor, 2 threads,
-    ``examples/results/maya_throughput``).  On GPU, sampling is cheap, so torch's own kernel is used.
+    ``examples/benchmarks/results/throughput``).  On GPU, sampling is cheap, so torch's own kernel is used.
     The masks come from the thread's ``dropout_generator`` when one is set (CPU only).
     """
     if not training or p <= 0:
@@ -233,7 +233,7 @@ class MBABlock(nn.Module):
 
         Dropout acts on the attention output (before the output projection), not on the attention
         probabilities: torch's fused CPU attention kernel takes no dropout, and with it the unfused
-        path cost 2.5-4x the fused one per call (measured, ``examples/results/maya_throughput``).
+        path cost 2.5-4x the fused one per call (measured, ``examples/benchmarks/results/throughput``).
         """
         B, T, d = z.shape
         hd = d // self.h

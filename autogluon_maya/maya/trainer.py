@@ -143,7 +143,7 @@ def effective_batch_size(batch_size, n: int, auto_rows: int = AUTO_BATCH_SIZE) -
 
     No more rows for tables with many classes: "auto" once grew to 32 rows per class (letter's 26 classes:
     832) so that the batch, IAIL's context, would hold every class; side by side at 300 s on 2 cores
-    letter scored 0.9558 with 832, 0.9610 with 256 and 0.9660 with 128 (``examples/results/
+    letter scored 0.9558 with 832, 0.9610 with 256 and 0.9660 with 128 (``examples/benchmarks/results/
     maya_multiclass_batch/``): within a time budget the extra optimizer steps matter more than the
     per-class context.
     """

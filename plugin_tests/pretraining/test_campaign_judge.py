@@ -1,4 +1,4 @@
-"""The campaign's adoption rule (examples/results/pretraining/campaign.md, rules 1-3) as ``judge`` applies it
+"""The campaign's adoption rule (examples/benchmarks/results/pretraining/campaign.md, rules 1-3) as ``judge`` applies it
 to zero-shot results: counts, the per-metric drop limits and the wins against LR / KNN."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "pretraining_campaign.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "benchmarks" / "pretraining_campaign.py"
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,498 @@
+"""The results tables of README.md and docs/*.md, built from the committed raw results.
+
+    python -m autogluon_maya.benchmarking.tables           # rewrite every marked table in place
+    python -m autogluon_maya.benchmarking.tables --check   # list the tables that differ from their files; exit 1 if any
+
+A table in a Markdown file sits between ``<!-- table:NAME -->`` and ``<!-- /table -->``; ``NAME`` is one of
+``TABLES`` below, a function that reads the raw results under ``examples/benchmarks/results/`` (benchmark
+``results.jsonl`` rows, CSV and JSON files the scripts wrote) and returns the table's Markdown.  Nothing in
+a marked region is typed by hand, so a figure in the docs is always the figure in its file; the test suite
+runs ``check`` (``plugin_tests/benchmarking/test_results_tables.py``).
+
+Figures: accuracy with 4 decimals (5 when the value is exact at 5, e.g. 0.97425 on letter's 4,000 test
+rows), RMSE with 4 decimals below 10, 2 below 1,000, else whole numbers; a mean over seeds in brackets.
+In a benchmark folder with several rows for one (dataset, model, seed), the latest ``ok`` row counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "examples" / "benchmarks" / "results"
+DOCS = ("README.md", "docs/tabswift.md", "docs/pretraining.md", "docs/benchmarks.md", "docs/experiments.md",
+        "docs/maya.md")
+REGION = re.compile(r"(<!-- table:([\w-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
+
+TABLES: Dict[str, Callable[[], str]] = {}
+
+
+def table(name: str):
+    def register(fn: Callable[[], str]) -> Callable[[], str]:
+        TABLES[name] = fn
+        return fn
+    return register
+
+
+# ---- reading the raw results ------------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def rows(folder: str) -> tuple:
+    """The ok rows of ``<folder>/results.jsonl``, in file order."""
+    path = RESULTS / folder / "results.jsonl"
+    out = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            r = json.loads(line)
+            if r.get("status") == "ok":
+                out.append(r)
+    return tuple(out)
+
+
+def score(r: dict) -> float:
+    return float(r["accuracy"] if "accuracy" in r and r["accuracy"] is not None else r["rmse"])
+
+
+def value(folder: str, dataset: str, model: str, seed: int = 0, time_limit: Optional[float] = None) -> float:
+    """Test accuracy or RMSE of the latest ok row for (dataset, model, seed[, time limit]) in ``folder``."""
+    hits = [r for r in rows(folder) if r["dataset"] == dataset and r["model"] == model and int(r["seed"]) == seed
+            and (time_limit is None or float(r["time_limit"]) == float(time_limit))]
+    if not hits:
+        raise KeyError(f"no ok row for {dataset} / {model} / seed {seed} in {folder}/results.jsonl")
+    return score(hits[-1])
+
+
+def fmt(x: float) -> str:
+    if x >= 1000:
+        return f"{x:,.0f}"
+    if x >= 10:
+        return f"{x:.2f}"
+    five = round(x, 5)
+    if abs(five - x) < 1e-9 and round(x, 4) != five:
+        return f"{five:.5f}"
+    return f"{x:.4f}"
+
+
+def cell(folder: str, dataset: str, model: str, seed: int = 0, time_limit: Optional[float] = None) -> str:
+    return fmt(value(folder, dataset, model, seed, time_limit))
+
+
+def seeds(folder: str, dataset: str, model: str, seed_list: Sequence[int] = (0, 1, 2)) -> str:
+    """``a / b / c (mean)`` over split seeds."""
+    vals = [value(folder, dataset, model, s) for s in seed_list]
+    return " / ".join(fmt(v) for v in vals) + f" ({fmt(sum(vals) / len(vals))})"
+
+
+def markdown(header: Sequence[str], body: Iterable[Sequence[str]], align: Optional[str] = None) -> str:
+    """A Markdown table; ``align`` has one letter per column (l or r), default: first left, rest right."""
+    align = align or "l" + "r" * (len(header) - 1)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if a == "l" else "---:" for a in align) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
+    return "\n".join(lines) + "\n"
+
+
+def grid(folder: str, datasets: Sequence[str], models: Sequence[str], seed: int = 0, ranks: bool = False,
+         labels: Optional[Dict[str, str]] = None) -> str:
+    """Datasets x models of one benchmark folder (latest row per cell), the best cell in bold, and the average
+    rank per model (1 = best) when ``ranks``."""
+    labels = labels or {}
+    body, rank_sum = [], {m: 0.0 for m in models}
+    for d in datasets:
+        task = next(r for r in rows(folder) if r["dataset"] == d)["task"]
+        higher = task != "regression"
+        vals = {m: value(folder, d, m, seed) for m in models}
+        best = (max if higher else min)(vals.values())
+        for m in models:  # average rank, ties share the mean rank
+            better = sum(1 for v in vals.values() if (v > vals[m] if higher else v < vals[m]))
+            equal = sum(1 for v in vals.values() if v == vals[m])
+            rank_sum[m] += better + (equal + 1) / 2
+        metric = "accuracy" if higher else "RMSE ↓"
+        body.append([f"{d}, {metric}"] + [f"**{fmt(v)}**" if v == best else fmt(v) for v in vals.values()])
+    if ranks:
+        body.append(["average rank"] + [f"{rank_sum[m] / len(datasets):.2f}" for m in models])
+    return markdown(["dataset"] + [labels.get(m, m) for m in models], body)
+
+
+# ---- README: current results --------------------------------------------------------------------------------
+LS = "label_smoothing/auto_default"
+
+
+@table("maya-multiclass")
+def maya_multiclass() -> str:
+    """MAYA at its multiclass defaults (measured at 3711e52 / 3e83191) against NN_TORCH, P1, 300 s, 2 cores."""
+    body = [
+        ["letter (seed 0)", cell(f"{LS}/letter", "letter", "MAYA"),
+         cell("numeric_inputs/transform/letter", "letter", "NN_TORCH"), "—"],
+        ["satimage (seeds 0 / 1 / 2)", seeds(f"{LS}/satimage", "satimage", "MAYA"),
+         seeds("label_smoothing/first_screen/seeds", "satimage", "NN_TORCH"), "—"],
+        ["digits (seeds 0 / 1 / 2)", seeds(f"{LS}/digits", "digits", "MAYA"),
+         seeds("numeric_inputs/transform/digits", "digits", "NN_TORCH"),
+         seeds("numeric_inputs/transform/digits", "digits", "KNN")],
+        ["otto, 10,000-row subsample (seed 0)", cell(f"{LS}/otto", "otto", "MAYA"),
+         cell(f"{LS}/otto", "otto", "NN_TORCH"), "—"],
+    ]
+    return markdown(["dataset, test accuracy", "MAYA", "NN_TORCH", "KNN"], body, "lrrr")
+
+
+@table("maya-regression")
+def maya_regression() -> str:
+    """MAYA at its regression defaults (measured at ee1fdc3) against the first P1 run's GBDTs and NN_TORCH."""
+    scale = "numeric_inputs/scale/regression"
+    body = [["california_housing (600 s)", cell(scale, "california_housing", "MAYA"),
+             cell("maya_p1", "california_housing", "GBM"), cell("maya_p1", "california_housing", "CAT"),
+             cell("maya_p1", "california_housing", "NN_TORCH")],
+            ["cpu_act (60 s)", cell(scale, "cpu_act", "MAYA"), cell("quick", "cpu_act", "GBM"),
+             cell("quick", "cpu_act", "CAT"), cell("quick", "cpu_act", "NN_TORCH")]]
+    return markdown(["dataset, test RMSE ↓", "MAYA", "GBM", "CAT", "NN_TORCH"], body)
+
+
+@table("quick")
+def quick() -> str:
+    return grid("quick", ("telco_churn", "phoneme", "satimage", "cpu_act"),
+                ("MAYA", "GBM", "CAT", "NN_TORCH", "TABM", "REALMLP"), ranks=True)
+
+
+@table("tabswift-zero-shot")
+def tabswift_zero_shot() -> str:
+    return grid("tabswift_zero_shot", ("bank_churn", "phoneme", "qsar_biodeg", "satimage", "seismic_bumps",
+                                       "spambase", "telco_churn", "ames_housing", "cpu_act", "pol"),
+                ("TABSWIFT", "TABSWIFT@finetuned", "LR", "KNN", "GBM", "CAT"), ranks=True,
+                labels={"TABSWIFT": "TabSwift zero-shot", "TABSWIFT@finetuned": "TabSwift fine-tuned"})
+
+
+@table("mixed-ensemble")
+def mixed_ensemble() -> str:
+    with open(RESULTS / "mixed_ensemble" / "results.csv") as f:
+        latest = {(r["dataset"], r["config"]): r for r in csv.DictReader(f) if r["status"] == "ok"}
+    body = []
+    for d in dict.fromkeys(d for d, _ in latest):
+        g, m = latest.get((d, "gbdt")), latest.get((d, "mixed"))
+        if not (g and m):
+            continue
+        higher = g["metric"] != "root_mean_squared_error"
+        gs, ms = float(g["test_score"]), float(m["test_score"])
+        verdict = "tie" if gs == ms else ("mixed" if (ms > gs) == higher else "GBDT-only")
+        body.append([d, g["metric"].replace("root_mean_squared_error", "RMSE ↓"), fmt(gs), fmt(ms),
+                     f"{float(m['nn_weight']):.2f}", verdict])
+    return markdown(["dataset", "metric", "GBDT-only", "mixed", "MAYA + TabSwift weight", "better"], body,
+                    "llrrrl")
+
+
+@table("maya-p1-first")
+def maya_p1_first() -> str:
+    return grid("maya_p1", ("california_housing", "telco_churn", "adult", "bank_churn"),
+                ("MAYA", "GBM", "CAT", "NN_TORCH"), ranks=True)
+
+
+# ---- docs/experiments.md -----------------------------------------------------------------------------------
+@table("exp-one-block")
+def exp_one_block() -> str:
+    f = "depth_and_branches/one_block"
+    body = [["satimage (300 s)", cell(f, "satimage", "MAYA", time_limit=300), cell(f, "satimage", "MAYA@L1", time_limit=300),
+             cell(f, "satimage", "NN_TORCH")],
+            ["letter (300 s)", cell(f, "letter", "MAYA", time_limit=300), cell(f, "letter", "MAYA@L1", time_limit=300),
+             cell(f, "letter", "NN_TORCH")],
+            ["california_housing (600 s, RMSE ↓)", cell(f, "california_housing", "MAYA"),
+             cell(f, "california_housing", "MAYA@L1"), "—"]]
+    for d in ("telco_churn", "phoneme", "satimage", "cpu_act"):
+        body.append([f"{d} (60 s{', RMSE ↓' if d == 'cpu_act' else ''})", cell(f, d, "MAYA", time_limit=60),
+                     cell(f, d, "MAYA@L1", time_limit=60), "—"])
+    return markdown(["dataset (budget)", "two MBA blocks", "one block (adopted)", "NN_TORCH"], body)
+
+
+@table("exp-deeper-member")
+def exp_deeper_member() -> str:
+    f = "depth_and_branches/deeper_member"
+    body = [["satimage", cell(f"{f}/satimage_deeper", "satimage", "MAYA"), cell(f"{f}/satimage_deeper", "satimage", "MAYA@deep15"),
+             cell(f"{f}/default", "satimage", "MAYA"), cell("depth_and_branches/one_block", "satimage", "NN_TORCH")],
+            ["letter", cell("depth_and_branches/one_block", "letter", "MAYA@L1", time_limit=300), "—",
+             cell(f"{f}/default", "letter", "MAYA"), cell("depth_and_branches/one_block", "letter", "NN_TORCH")]]
+    return markdown(["dataset, accuracy (300 s)", "one block, three members", "deeper member at 1.5",
+                     "deeper member at 2.0 (adopted)", "NN_TORCH"], body)
+
+
+@table("exp-four-branches")
+def exp_four_branches() -> str:
+    f = "depth_and_branches/four_branches_parallel_pair"
+    one = "depth_and_branches/one_block"
+    body = [["[CLS] fold", cell(f"{f}/fold", "letter", "MAYA"), cell(f"{f}/fold", "satimage", "MAYA")],
+            ["+ two members at once", cell(f"{f}/parallel", "letter", "MAYA"), cell(f"{f}/parallel", "satimage", "MAYA")],
+            ["+ `num_branch=4`", cell(f"{f}/screens", "letter", "MAYA@br4"), cell(f"{f}/screens", "satimage", "MAYA@br4")],
+            ["+ no deeper member (adopted)", cell(f"{f}/default", "letter", "MAYA"),
+             cell(f"{f}/screens", "satimage", "MAYA@br4nodeep") + " / " + cell(f"{f}/default", "satimage", "MAYA")],
+            ["the same, at b7cccd5", cell(f"{f}/default_b7cccd5", "letter", "MAYA"),
+             cell(f"{f}/default_b7cccd5", "satimage", "MAYA")],
+            ["NN_TORCH", cell(one, "letter", "NN_TORCH"), cell(one, "satimage", "NN_TORCH")]]
+    return markdown(["change (cumulative), accuracy at 300 s", "letter", "satimage"], body)
+
+
+@table("exp-members")
+def exp_members() -> str:
+    f = "ensemble_members/california_600s"
+    body = [["one network", cell(f, "california_housing", "MAYA")],
+            ["one network (`ensemble_members=1`)", cell(f, "california_housing", "MAYA@m1")],
+            ["up to three members (`auto`, adopted)", cell(f, "california_housing", "MAYA@auto2")]]
+    return markdown(["california_housing, 600 s", "test RMSE ↓"], body)
+
+
+@table("exp-replanning")
+def exp_replanning() -> str:
+    f = "ensemble_members/replanning_and_screens"
+    body = [["members planned once, after the first", cell(f"{f}/letter600", "letter", "MAYA"), "—"],
+            ["planned again before each member (adopted)", cell(f"{f}/letter600_replan", "letter", "MAYA"),
+             cell(f"{f}/letter600_replan", "letter", "NN_TORCH")]]
+    return markdown(["letter at 600 s, accuracy", "MAYA", "NN_TORCH"], body)
+
+
+@table("exp-screens-letter-satimage")
+def exp_screens() -> str:
+    f = "ensemble_members/replanning_and_screens/screens"
+    labels = {"MAYA@h128": "`hidden_size=128`", "MAYA@lr2e3": "`learning_rate=0.002`", "MAYA@b64": "`batch_size=64`",
+              "MAYA@dec2": "`num_decoder_layers=2`", "MAYA@h8br4": "`num_heads=8, num_branch=4`",
+              "NN_TORCH": "NN_TORCH"}
+    body = [[lab, cell(f, "letter", m), cell(f, "satimage", m)] for m, lab in labels.items()]
+    return markdown(["screen (300 s, accuracy)", "letter", "satimage"], body)
+
+
+@table("exp-anneal")
+def exp_anneal() -> str:
+    f = "optimisation/anneal_and_batch/multiclass"
+    body = [["default (anneal 0.3, batch 128)", cell(f, "letter", "MAYA"), cell(f, "satimage", "MAYA")],
+            ["`budget_anneal=None`", cell(f, "letter", "MAYA@noanneal"), cell(f, "satimage", "MAYA@noanneal")],
+            ["`batch_size=256`", cell(f, "letter", "MAYA@b256"), cell(f, "satimage", "MAYA@b256")]]
+    return markdown(["300 s, 2 cores, accuracy", "letter", "satimage"], body)
+
+
+@table("exp-batch")
+def exp_batch() -> str:
+    f = "optimisation/multiclass_batch"
+    body = [["32 rows per class (832)", cell(f, "letter", "MAYA")], ["256", cell(f, "letter", "MAYA@b256")],
+            ["128", cell(f, "letter", "MAYA@b128")]]
+    return markdown(["letter, batch rows (300 s)", "accuracy"], body)
+
+
+@table("exp-lr-recipe")
+def exp_lr_recipe() -> str:
+    lr, rc = "optimisation/learning_rate", "optimisation/recipe"
+    body = [[f"{d} (60 s{', RMSE ↓' if d == 'cpu_act' else ''})", cell(lr, d, "MAYA"), cell(lr, d, "MAYA@lr2"), "—"]
+            for d in ("telco_churn", "phoneme", "satimage", "cpu_act")]
+    body += [[f"{d} (120 s{', RMSE ↓' if d == 'california_housing' else ''})", cell(rc, d, "MAYA"), "—",
+              cell(rc, d, "MAYA@paper")] for d in ("telco_churn", "qsar_biodeg", "california_housing")]
+    return markdown(["dataset (budget)", "default", "`learning_rate=2e-3`", "`recipe=\"paper\"`"], body)
+
+
+@table("exp-multiclass-early")
+def exp_multiclass_early() -> str:
+    f = "optimisation/multiclass_300s"
+    return markdown(["dataset (300 s)", "MAYA", "NN_TORCH"],
+                    [[d, cell(f, d, "MAYA"), cell(f, d, "NN_TORCH")] for d in ("satimage", "letter")])
+
+
+@table("exp-california-early")
+def exp_california_early() -> str:
+    f = "optimisation/california_600s"
+    return markdown(["california_housing, 600 s", "test RMSE ↓"],
+                    [["default", cell(f, "california_housing", "MAYA")],
+                     ["`hidden_size=128, num_heads=8`", cell(f, "california_housing", "MAYA@d128")]])
+
+
+@table("exp-weight-averaging")
+def exp_weight_averaging() -> str:
+    f = "weight_averaging/regression"
+    budgets = {"california_housing": 600, "cpu_act": 300, "ames_housing": 120, "pol": 120}
+    body = [[f"{d} ({t} s)", cell(f, d, "MAYA@s4", time_limit=t), cell(f, d, "MAYA@kb5", time_limit=t),
+             cell(f, d, "MAYA@e5", time_limit=t), cell(f, d, "MAYA@ead5", time_limit=t)] for d, t in budgets.items()]
+    m = "weight_averaging/multiclass"
+    body += [[f"{d} (300 s, accuracy)", cell(m, d, "MAYA@s4"), cell(m, d, "MAYA@kb5"), "—", "—"]
+             for d in ("satimage", "letter")]
+    return markdown(["dataset (budget), test RMSE ↓ unless noted", "no average", "average if better (adopted for regression)",
+                     "average always", "+ tokenizer ReLU + 2 IAIL blocks"], body)
+
+
+@table("exp-numeric-transform")
+def exp_numeric_transform() -> str:
+    f = "numeric_inputs/transform"
+    body = [["KNN", seeds(f"{f}/digits", "digits", "KNN"), "—", "—"],
+            ["NN_TORCH", seeds(f"{f}/digits", "digits", "NN_TORCH"),
+             seeds("label_smoothing/first_screen/seeds", "satimage", "NN_TORCH"), cell(f"{f}/letter", "letter", "NN_TORCH")],
+            ["quantile (the earlier default)", seeds(f"{f}/digits", "digits", "MAYA"),
+             seeds("label_smoothing/first_screen/seeds", "satimage", "MAYA"), cell(f"{f}/letter", "letter", "MAYA")],
+            ["`standard`", seeds(f"{f}/digits", "digits", "MAYA@std"), seeds(f"{f}/satimage", "satimage", "MAYA@std"),
+             cell(f"{f}/letter", "letter", "MAYA@std")],
+            ["`minmax`", seeds(f"{f}/digits", "digits", "MAYA@mm"), seeds(f"{f}/satimage", "satimage", "MAYA@mm"),
+             cell(f"{f}/letter", "letter", "MAYA@mm")],
+            ["`minmax_or_quantile` (adopted for multiclass)", seeds(f"{f}/digits", "digits", "MAYA@mq"),
+             "= minmax (every column)", cell(f"{f}/letter", "letter", "MAYA@mq") + " / " + cell(f"{f}/letter", "letter", "MAYA@auto")],
+            ["`qk_shared_weights=True`", seeds(f"{f}/digits", "digits", "MAYA@qk"), cell(f"{f}/satimage", "satimage", "MAYA@qk"), "—"],
+            ["`train_context_size=1024`", seeds(f"{f}/digits", "digits", "MAYA@ctx1024"), "—", "—"],
+            ["`ensemble_members=5`", seeds(f"{f}/digits", "digits", "MAYA@m5"), "—", "—"]]
+    return markdown(["model (300 s), test accuracy", "digits, seeds 0 / 1 / 2 (mean)", "satimage, seeds 0 / 1 / 2 (mean)",
+                     "letter, seed 0"], body, "llll")
+
+
+@table("exp-numeric-scale")
+def exp_numeric_scale() -> str:
+    f = "numeric_inputs/scale"
+    body = [["s = 5 (adopted for multiclass)", cell(f"{f}/letter", "letter", "MAYA"), seeds(f"{f}/satimage", "satimage", "MAYA"),
+             seeds(f"{f}/digits", "digits", "MAYA")],
+            ["s = 3", cell(f"{f}/letter", "letter", "MAYA@s3"), seeds(f"{f}/satimage", "satimage", "MAYA@s3"), "—"],
+            ["s = 5, `add_act=True`", cell(f"{f}/letter", "letter", "MAYA@act"), seeds(f"{f}/satimage", "satimage", "MAYA@act"), "—"],
+            ["s = 5, `ensemble_members=8`", "—", seeds(f"{f}/satimage", "satimage", "MAYA@m8"), seeds(f"{f}/digits", "digits", "MAYA@m8")]]
+    return markdown(["config (300 s), test accuracy", "letter, seed 0", "satimage, seeds 0 / 1 / 2 (mean)",
+                     "digits, seeds 0 / 1 / 2 (mean)"], body, "llll")
+
+
+@table("exp-numeric-scale-binary")
+def exp_numeric_scale_binary() -> str:
+    f = "numeric_inputs/scale"
+    body = [[d, cell(f"{f}/binary60", d, "MAYA"), cell(f"{f}/binary60", d, "MAYA@s5")]
+            for d in ("telco_churn", "phoneme", "qsar_biodeg", "bank_churn")]
+    body += [[f"{d} (RMSE ↓)", cell(f"{f}/regression", d, "MAYA"), cell(f"{f}/regression", d, "MAYA@s5")]
+             for d in ("cpu_act", "california_housing")]
+    return markdown(["dataset (60 s; california_housing 600 s)", "s = 1 (kept)", "s = 5"], body)
+
+
+@table("exp-label-smoothing-first")
+def exp_label_smoothing_first() -> str:
+    f = "label_smoothing/first_screen"
+    body = [[str(s), cell(f"{f}/seeds", "satimage", "NN_TORCH", s), cell(f"{f}/seeds", "satimage", "MAYA", s),
+             cell(f"{f}/seeds", "satimage", "MAYA@ls1", s)] for s in (0, 1, 2)]
+    body.append(["letter (seed 0)", "—", "—", cell(f"{f}/letter", "letter", "MAYA@ls1")])
+    body += [[f"{d} (60 s)", "—", cell(f"{f}/binary60", d, "MAYA"), cell(f"{f}/binary60", d, "MAYA@ls1")]
+             for d in ("telco_churn", "phoneme", "qsar_biodeg")]
+    return markdown(["satimage split seed (300 s)", "NN_TORCH", "MAYA (default then)", "`label_smoothing=0.1`"], body)
+
+
+@table("exp-label-smoothing-auto")
+def exp_label_smoothing_auto() -> str:
+    sc = "numeric_inputs/scale"
+    body = [["satimage, seed 0 (three runs)", "—",
+             " / ".join(cell(f"{sc}/satimage", "satimage", m) for m in ("MAYA", "MAYA@again1", "MAYA@again2")),
+             " / ".join(cell(f"{LS}/satimage", "satimage", m) for m in ("MAYA", "MAYA@again1", "MAYA@again2"))],
+            ["satimage, seeds 0 / 1 / 2 (mean)", seeds("label_smoothing/first_screen/seeds", "satimage", "NN_TORCH"),
+             seeds(f"{sc}/satimage", "satimage", "MAYA"),
+             seeds(f"{LS}/satimage", "satimage", "MAYA") + "; again " + seeds(f"{LS}/satimage", "satimage", "MAYA@again1", (0, 1, 2))],
+            ["letter, seed 0", cell("numeric_inputs/transform/letter", "letter", "NN_TORCH"), cell(f"{LS}/letter", "letter", "MAYA@ls0"),
+             cell(f"{LS}/letter", "letter", "MAYA") + " / " + cell(f"{LS}/letter", "letter", "MAYA@again1")],
+            ["otto, 10,000 rows, seed 0", cell(f"{LS}/otto", "otto", "NN_TORCH"), cell(f"{LS}/otto", "otto", "MAYA@ls0"),
+             cell(f"{LS}/otto", "otto", "MAYA")],
+            ["digits, seeds 0 / 1 / 2 (mean)", seeds("numeric_inputs/transform/digits", "digits", "NN_TORCH"),
+             seeds(f"{LS}/digits", "digits", "MAYA@ls0"),
+             seeds(f"{LS}/digits", "digits", "MAYA") + "; again " + seeds(f"{LS}/digits", "digits", "MAYA@again1")]]
+    return markdown(["table (300 s), test accuracy", "NN_TORCH", "`label_smoothing=0`", "`auto` = 0.1 (adopted)"], body, "llll")
+
+
+@table("exp-context-topk")
+def exp_context_topk() -> str:
+    path = RESULTS / "probes" / "context_topk" / "context_topk.jsonl"
+    recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    ks = list(dict.fromkeys(r["topk"] for r in recs))
+    body = []
+    for d in dict.fromkeys(r["dataset"] for r in recs):
+        by_k = {r["topk"]: r for r in recs if r["dataset"] == d}
+        body.append([d] + [fmt(by_k[k]["test_accuracy"]) if k in by_k else "—" for k in ks])
+    return markdown(["test accuracy"] + [f"k = {k}" if k else "whole context" for k in ks], body)
+
+
+@table("exp-iail-probe")
+def exp_iail_probe() -> str:
+    path = RESULTS / "probes" / "iail_retrieval" / "probe.jsonl"
+    recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    body = [[f"{r['dataset']}, seed {r['seed']}", r["hyperparameters"].get("numeric_transform", "auto"),
+             "yes" if r["hyperparameters"].get("qk_shared_weights") else "no",
+             fmt(r["maya"]), fmt(r["knn5_input"]), fmt(r["knn5_encoding"]), fmt(r["iail_1nn"]), fmt(r["iail_vote"])]
+            for r in recs]
+    return markdown(["table", "numeric inputs", "shared Q/K", "MAYA", "5-NN inputs", "5-NN encodings", "IAIL top row",
+                     "IAIL vote"], body, "lllrrrrr")
+
+
+@table("exp-throughput")
+def exp_throughput() -> str:
+    t = json.loads((RESULTS / "throughput" / "throughput.json").read_text())
+    body = [["training throughput", f"{t['train_rows_per_s']:,.0f} rows/s"],
+            ["model FLOPs per row per training step", f"{1000 * t['model_gflop_per_row_train_step']:.2f} MFLOP"],
+            ["achieved", f"{t['achieved_gflops']:.1f} GFLOP/s"],
+            ["fp32 matmul rate, 2048 × 2048", f"{t['matmul_fp32_gflops_2048']:.0f} GFLOP/s"],
+            ["achieved / matmul rate", f"{100 * t['achieved_fraction_of_matmul']:.1f} %"],
+            ["encode the 13,209-row context + predict 2,000 rows", f"{t['context_encode_plus_2000_queries_s']:.2f} s"],
+            ["peak resident memory", f"{t['peak_rss_mib']:.0f} MiB"]]
+    return markdown(["quantity", "value"], body)
+
+
+@table("exp-context-curve")
+def exp_context_curve() -> str:
+    with open(RESULTS / "pretraining" / "context_curve_c3" / "context_curve.csv") as f:
+        recs = list(csv.DictReader(f))
+    sizes = sorted({int(r["context_rows"]) for r in recs})
+    body = []
+    for d in dict.fromkeys(r["dataset"] for r in recs):
+        means = []
+        for n in sizes:
+            vals = [float(r["score"]) for r in recs if r["dataset"] == d and int(r["context_rows"]) == n]
+            means.append(sum(vals) / len(vals))
+        higher = next(r for r in recs if r["dataset"] == d)["higher_is_better"] == "True"
+        ok = all((b >= a) if higher else (b <= a) for a, b in zip(means, means[1:]))
+        body.append([d] + [fmt(v) for v in means] + ["yes" if ok else "no"])
+    return markdown(["dataset (mean of 3 ensemble seeds)"] + [f"{n} rows" for n in sizes] + ["never worse with more rows"],
+                    body, "l" + "r" * len(sizes) + "l")
+
+
+@table("exp-campaign")
+def exp_campaign() -> str:
+    with open(RESULTS / "pretraining" / "campaign_candidates.csv") as f:
+        recs = list(csv.DictReader(f))
+    body = [[r["candidate"], r["cumulative_train_hours"], r["zero_shot_better_vs_shipped"] or "—",
+             r["zero_shot_worse_vs_shipped"] or "—", r["wins_vs_lr"] or "—", r["wins_vs_knn"] or "—", r["adopted"]]
+            for r in recs]
+    return markdown(["candidate", "training hours", "better than the shipped one", "worse", "wins vs LR", "wins vs KNN",
+                     "adopted"], body, "lrrrrrl")
+
+
+# ---- rewriting and checking --------------------------------------------------------------------------------
+def render(text: str) -> str:
+    """``text`` with every marked region rebuilt; an unknown table name is a KeyError naming it."""
+    def fill(m: "re.Match") -> str:
+        name = m.group(2)
+        if name not in TABLES:
+            raise KeyError(f"unknown results table {name!r} (known: {', '.join(sorted(TABLES))})")
+        return m.group(1) + TABLES[name]() + m.group(4)
+    return REGION.sub(fill, text)
+
+
+def differences(text: str) -> List[str]:
+    """Names of the marked tables in ``text`` whose content differs from what their files give."""
+    return [m.group(2) for m in REGION.finditer(text)
+            if m.group(2) not in TABLES or TABLES[m.group(2)]() != m.group(3)]
+
+
+def doc_paths(root: Path = REPO) -> List[Path]:
+    return [root / d for d in DOCS if (root / d).is_file()]
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 when a table differs")
+    args = ap.parse_args(argv)
+    stale = []
+    for path in doc_paths():
+        text = path.read_text()
+        if args.check:
+            stale += [f"{path.relative_to(REPO)}: {name}" for name in differences(text)]
+        else:
+            new = render(text)
+            if new != text:
+                path.write_text(new)
+                print(f"rewrote tables in {path.relative_to(REPO)}")
+    if stale:
+        print("tables that differ from their results files:\n  " + "\n  ".join(stale), file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

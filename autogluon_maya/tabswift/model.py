@@ -141,7 +141,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             softmax_temperature=float(p["softmax_temperature"]), max_context_rows=int(p["max_context_rows"]),
             outlier_threshold=float(p["outlier_threshold"]), random_state=seed, chunk_size=int(p["chunk_size"]),
             tau=None if tau in (None, "auto") else float(tau), cache_max_mb=float(p["cache_max_mb"]),
-            wide_features=str(p.get("wide_features", "select")))
+            wide_features=str(p.get("wide_features", "select")), pipeline=str(p.get("pipeline", "ours")))
         y_np = np.asarray(y)
         ens.fit(X, y_np.astype(np.int64) if task == CLASSIFICATION else y_np.astype(np.float64),
                 n_classes=self.num_classes if task == CLASSIFICATION else None)

@@ -17,6 +17,7 @@ DEFAULT_PARAMS = {
     "max_context_rows": 2048,         # larger contexts are subsampled (stratified for classification)
     "outlier_threshold": 4.0,
     "wide_features": "select",        # > F_max columns: "select" (screened subsets), "subsets" (random), "pca"
+    "pipeline": "ours",               # "authors": their preprocessing and member plan (docs/tabswift_vs_authors.md)
     "tau": None,                      # early exit threshold; None = off, "auto" = chosen on validation
     "tau_max_loss": 0.01,             # "auto": largest relative validation-score loss accepted
     "chunk_size": 1024,               # query/context rows per attention call (memory bound)

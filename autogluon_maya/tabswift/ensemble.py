@@ -42,6 +42,14 @@ Regression: the engine standardizes the target with the context mean/std and map
 so members' outputs are already in target units and are simply averaged.  A constant context target is
 returned exactly (the engine would add an untrained offset to it).
 
+``pipeline="authors"`` follows the authors' inference code where ours deliberately differs: their
+preprocessing (``preprocessing.RowPreprocessor(style="authors")``: outlier clipping, and quantile + PCA
+to F_max for wide tables instead of column screening) and their member plan, whose (permutation, shift)
+pairs are drawn at random from all pairs, so class shifts are not balanced.  What stays ours: the
+regression target is standardized (their wrapper feeds raw y, a defect their own benchmark adapter
+works around), and the random draws are our generator's, so members are of the same kind, not the
+same.  ``docs/tabswift_vs_authors.md`` measures the two pipelines side by side.
+
 Context rows above ``max_context_rows`` are subsampled once at fit time (stratified, every class kept,
 seeded); attention cost grows with the context, so this is what bounds predict time and memory.
 """
@@ -64,6 +72,7 @@ from .preprocessing import NORM_METHODS, RowPreprocessor, screen_columns
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 WIDE_FEATURES = ("select", "subsets", "pca")
+PIPELINES = ("ours", "authors")
 
 
 @dataclass(frozen=True)
@@ -82,8 +91,9 @@ def latin_permutations(n_features: int, rng: np.random.Generator) -> np.ndarray:
 
 def plan_members(n_estimators: int, n_features: int, n_classes: int, norms: Sequence[str], rng,
                  class_shift: bool = True, feature_shuffle: bool = True,
-                 max_features: Optional[int] = None) -> List[Member]:
-    """Members = distinct (columns, shift) pairs x ``norms``; shifts balanced (module docstring).
+                 max_features: Optional[int] = None, balanced: bool = True) -> List[Member]:
+    """Members = distinct (columns, shift) pairs x ``norms``; shifts balanced (module docstring), or with
+    ``balanced=False`` (the authors' plan) the first pairs of a random order of all pairs.
 
     ``max_features``: a member's "permutation" keeps only its first ``max_features`` columns, so a table
     wider than F_max reaches the network as a different column subset per member."""
@@ -92,9 +102,12 @@ def plan_members(n_estimators: int, n_features: int, n_classes: int, norms: Sequ
     n_perms, n_shifts = len(perms), len(shifts)
     n_pairs = min(math.ceil(n_estimators / len(norms)), n_perms * n_shifts)
     order = rng.permutation(n_perms)
-    # pair i: shift i mod C; permutation i while they last, then each permutation with every shift in turn
-    pairs = [(order[i] if n_pairs <= n_perms else order[(i // n_shifts) % n_perms], shifts[i % n_shifts])
-             for i in range(n_pairs)]
+    if balanced:
+        # pair i: shift i mod C; permutation i while they last, then each permutation with every shift in turn
+        pairs = [(order[i] if n_pairs <= n_perms else order[(i // n_shifts) % n_perms], shifts[i % n_shifts])
+                 for i in range(n_pairs)]
+    else:
+        pairs = [(i // n_shifts, shifts[i % n_shifts]) for i in rng.permutation(n_perms * n_shifts)[:n_pairs]]
     keep = n_features if max_features is None else min(int(max_features), n_features)
     return [Member(norm, tuple(int(j) for j in perms[p][:keep]), int(shift))
             for p, shift in pairs for norm in norms][:n_estimators]
@@ -156,11 +169,13 @@ class TabSwiftEnsemble:
                  feature_shuffle: bool = True, softmax_temperature: float = 0.9,
                  max_context_rows: int = 10_000, outlier_threshold: float = 4.0, random_state: int = 0,
                  chunk_size: int = 1024, tau: Optional[float] = None, cache_max_mb: float = 1024,
-                 wide_features: str = "select"):
+                 wide_features: str = "select", pipeline: str = "ours"):
         self.task = check_task(task)
         if wide_features not in WIDE_FEATURES:
             raise ValueError(f"wide_features must be one of {WIDE_FEATURES}, got {wide_features!r}")
-        self.wide_features = wide_features
+        if pipeline not in PIPELINES:
+            raise ValueError(f"pipeline must be one of {PIPELINES}, got {pipeline!r}")
+        self.wide_features, self.pipeline = wide_features, pipeline
         if n_estimators < 1 or not norm_methods or softmax_temperature <= 0 or max_context_rows < 1:
             raise ValueError("need n_estimators >= 1, at least one norm method, softmax_temperature > 0 "
                              "and max_context_rows >= 1")
@@ -222,9 +237,11 @@ class TabSwiftEnsemble:
         F_max = self.network.config.max_features
         self.preprocessors_: Dict[str, RowPreprocessor] = {}
         self.x_context_: Dict[str, np.ndarray] = {}
-        reduce_to = F_max if self.wide_features == "pca" else None
+        authors = getattr(self, "pipeline", "ours") == "authors"
+        reduce_to = F_max if self.wide_features == "pca" or authors else None
         for norm in self.norm_methods:
-            pre = RowPreprocessor(norm, reduce_to, self.outlier_threshold, self.random_state)
+            pre = RowPreprocessor(norm, reduce_to, self.outlier_threshold, self.random_state,
+                                  style="authors" if authors else "ours")
             self.x_context_[norm] = pre.fit_transform(X)
             self.preprocessors_[norm] = pre
         x0 = self.x_context_[self.norm_methods[0]]
@@ -233,7 +250,7 @@ class TabSwiftEnsemble:
             columns = screen_columns(x0, y, self.task == CLASSIFICATION)
         members = plan_members(self.n_estimators, len(columns), self.n_classes_ or 1, self.norm_methods,
                                rng, self.class_shift and self.task == CLASSIFICATION, self.feature_shuffle,
-                               max_features=F_max)
+                               max_features=F_max, balanced=not authors)
         self.members_ = [Member(m.norm, tuple(int(columns[j]) for j in m.permutation), m.shift) for m in members]
         if x0.shape[1] > F_max:
             logger.info(f"TabSwift: {x0.shape[1]} features > F_max={F_max} ({self.wide_features}): "
@@ -319,5 +336,5 @@ class TabSwiftEnsemble:
         return self._members_mean(X)
 
 
-__all__ = ["Member", "TabSwiftEnsemble", "WIDE_FEATURES", "class_groups", "latin_permutations", "log_softmax", "plan_members",
+__all__ = ["Member", "PIPELINES", "TabSwiftEnsemble", "WIDE_FEATURES", "class_groups", "latin_permutations", "log_softmax", "plan_members",
            "shift_labels", "stratified_subsample", "unshift_columns"]

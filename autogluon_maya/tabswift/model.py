@@ -130,19 +130,26 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         logger.log(20, f"\tTabSwift checkpoint {describe_checkpoint(path)}")
         X = self.preprocess(X, is_train=True)
         task = CLASSIFICATION if self.problem_type in (BINARY, MULTICLASS) else REG_TASK
-        tau = p["tau"]
+        tau, no_exit = p["tau"], None
+        if tau is not None and network.n_exit_layers == 0:  # e.g. the authors' released weights
+            no_exit = "the checkpoint has no exit heads"
+            logger.log(20, f"\tTabSwift: early exit off: {no_exit} (tau={tau!r} ignored; the authors' released "
+                           f"weights ship none, stage 3 of autogluon-maya-pretrain trains them)")
+            tau = self.params_trained["tau"] = None
         ens = TabSwiftEnsemble(
             network, task, n_estimators=int(p["n_estimators"]), norm_methods=tuple(p["norm_methods"]),
             softmax_temperature=float(p["softmax_temperature"]), max_context_rows=int(p["max_context_rows"]),
             outlier_threshold=float(p["outlier_threshold"]), random_state=seed, chunk_size=int(p["chunk_size"]),
             tau=None if tau in (None, "auto") else float(tau), cache_max_mb=float(p["cache_max_mb"]),
-            wide_features=str(p.get("wide_features", "select")))
+            wide_features=str(p.get("wide_features", "select")), pipeline=str(p.get("pipeline", "ours")))
         y_np = np.asarray(y)
         ens.fit(X, y_np.astype(np.int64) if task == CLASSIFICATION else y_np.astype(np.float64),
                 n_classes=self.num_classes if task == CLASSIFICATION else None)
         self.model = ens
         summary: Dict = {"context_rows": len(ens.y_context_), "members": len(ens.members_),
                          "checkpoint": str(path)}
+        if no_exit:
+            summary["early_exit_off"] = no_exit
 
         has_val = X_val is not None and y_val is not None and len(X_val) > 0
         if has_val:

@@ -21,6 +21,15 @@ Steps, in order:
    permutations.  ``max_features=None`` keeps every column: the ensemble then hands each member its
    own subset of at most F_max columns (``ensemble.py``, ``wide_features="subsets"``).
 The network itself pads to F_max and rescales by F_max / F, so the output may be narrower than F_max.
+
+``style="authors"`` follows the authors' inference code instead where it computes differently
+(``docs/tabswift_vs_authors.md`` measures each difference):
+- step 3's scale is std + 1e-6, the outlier statistics use ddof = 1, and a value beyond a bound b is
+  capped at b +- log1p(|x|) (ours: the excess over b is compressed to log1p(excess), so the transform
+  is continuous at b and a value just past the bound moves by less);
+- a table wider than ``max_features`` is reduced *before* step 3: quantile transform to a normal,
+  centring, PCA to ``max_features`` components, each standardized; the variant's standardization /
+  power transform / clipping then runs on the components.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from sklearn.preprocessing import PowerTransformer
 from autogluon_maya.common.preprocessing import TabularEncoder
 
 NORM_METHODS = ("none", "power")
+STYLES = ("ours", "authors")
 _EPS = 1e-12
 
 
@@ -54,9 +64,12 @@ class RowPreprocessor:
     (any F when ``max_features`` is None)."""
 
     def __init__(self, norm: str = "none", max_features: Optional[int] = 100, outlier_threshold: float = 4.0,
-                 random_state: int = 0):
+                 random_state: int = 0, style: str = "ours"):
         if norm not in NORM_METHODS:
             raise ValueError(f"norm must be one of {NORM_METHODS}, got {norm!r}")
+        if style not in STYLES:
+            raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+        self.style = style
         self.norm = norm
         self.max_features = None if max_features is None else int(max_features)
         self.outlier_threshold = float(outlier_threshold)
@@ -84,8 +97,22 @@ class RowPreprocessor:
                              f"(from {X.shape[1]} input columns) are constant or entirely missing in the "
                              f"{len(X)} context rows")
         raw = raw[:, self.keep_]
+        self.reducer_ = None
+        if self.style == "authors" and self.max_features is not None and raw.shape[1] > self.max_features:
+            from sklearn.pipeline import make_pipeline
+            from sklearn.preprocessing import QuantileTransformer, StandardScaler
+
+            self.reducer_ = make_pipeline(
+                QuantileTransformer(output_distribution="normal", n_quantiles=min(len(raw), 1000),
+                                    random_state=self.random_state),
+                StandardScaler(with_std=False),
+                PCA(n_components=max(1, min(self.max_features, len(raw) - 1)), random_state=self.random_state),
+                StandardScaler())
+            raw = self.reducer_.fit_transform(raw)
 
         self.mean_, self.std_ = _mean_std(raw)
+        if self.style == "authors":
+            self.std_ = raw.std(0) + 1e-6
         z = np.clip((raw - self.mean_) / self.std_, -100, 100)
         self.power_ = None
         if self.norm == "power":
@@ -95,12 +122,20 @@ class RowPreprocessor:
                 z = np.nan_to_num(self.power_.fit_transform(z))
         # two-stage bounds: the second mean/std ignores the first stage's outliers, which would inflate it
         t = self.outlier_threshold
-        m1, s1 = _mean_std(z)
-        inlier = np.abs(z - m1) <= t * s1
-        cnt = np.maximum(inlier.sum(0), 1)
-        m2 = np.where(inlier, z, 0).sum(0) / cnt
-        s2 = np.sqrt(np.where(inlier, (z - m2) ** 2, 0).sum(0) / cnt)
-        s2 = np.where(s2 > _EPS, s2, s1)
+        if self.style == "authors":  # sample std (ddof = 1), floored at 1e-6
+            ddof = 1 if len(z) > 1 else 0
+            m1, s1 = z.mean(0), np.maximum(z.std(0, ddof=ddof), 1e-6)
+            inliers = np.where(np.abs(z - m1) <= t * s1, z, np.nan)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a column with no inlier left: nan, like the authors'
+                m2, s2 = np.nanmean(inliers, 0), np.maximum(np.nanstd(inliers, 0, ddof=ddof), 1e-6)
+        else:
+            m1, s1 = _mean_std(z)
+            inlier = np.abs(z - m1) <= t * s1
+            cnt = np.maximum(inlier.sum(0), 1)
+            m2 = np.where(inlier, z, 0).sum(0) / cnt
+            s2 = np.sqrt(np.where(inlier, (z - m2) ** 2, 0).sum(0) / cnt)
+            s2 = np.where(s2 > _EPS, s2, s1)
         self.lower_, self.upper_ = m2 - t * s2, m2 + t * s2
         z = self._clip(z)
 
@@ -123,6 +158,9 @@ class RowPreprocessor:
 
     def _clip(self, z: np.ndarray) -> np.ndarray:
         hi, lo = self.upper_, self.lower_
+        if getattr(self, "style", "ours") == "authors":  # cap beyond a bound b at b +- log1p(|x|)
+            z = np.maximum(lo - np.log1p(np.abs(z)), z)
+            return np.minimum(hi + np.log1p(np.abs(z)), z)
         z = np.where(z > hi, hi + np.log1p(np.maximum(z - hi, 0)), z)
         return np.where(z < lo, lo - np.log1p(np.maximum(lo - z, 0)), z)
 
@@ -130,7 +168,10 @@ class RowPreprocessor:
         """Row-wise and stateless: the fitted statistics are never updated."""
         if self.encoder is None:
             raise RuntimeError("RowPreprocessor.transform called before fit")
-        z = np.clip((self._encode(_as_frame(X), self.keep_) - self.mean_) / self.std_, -100, 100)
+        raw = self._encode(_as_frame(X), self.keep_)
+        if getattr(self, "reducer_", None) is not None:
+            raw = self.reducer_.transform(raw)
+        z = np.clip((raw - self.mean_) / self.std_, -100, 100)
         if self.power_ is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -168,4 +209,4 @@ def screen_columns(x: np.ndarray, y: np.ndarray, classification: bool, alpha: fl
     return order[:n_sig] if n_sig >= 2 else order
 
 
-__all__ = ["NORM_METHODS", "RowPreprocessor", "screen_columns"]
+__all__ = ["NORM_METHODS", "RowPreprocessor", "STYLES", "screen_columns"]

@@ -1,19 +1,23 @@
-"""The released TabSwift checkpoint format (issue 11): safe reading, complete mapping, the released
-computation, conversion, AutoGluon use, and the optional hub download's offline failure.
+"""The authors' released TabSwift checkpoint (``swift.ckpt``): safe reading, the complete mapping onto
+``TabSwiftNetwork``, the released computation, conversion, AutoGluon use, early exit without exit heads,
+and the hub path (offline: from a pre-filled local cache; failing fast when nothing is cached).
 
-The real ``swift.ckpt`` is not reachable here, so the tests build files in its layout themselves:
-random weights under the released tensor names and shapes and the released config dict (from
-``../shared/docs/tabswift_reference.md`` and the third-party audit of the file it quotes), SMALL in
-the default run, the released size in a slow test.  ``released_forward`` below is an independent
-re-statement of the released computation in plain torch ops (no module of ours); converted weights
-run through ``TabSwiftNetwork`` must match it to 1e-5.
+The real ``swift.ckpt`` is not reachable here, so its stand-in is made the way the authors made theirs:
+their own ``TabSwift(**config)`` module (their inference code, the test oracle, found beside this
+checkout, see ``conftest.tabswift_authors``), seeded random weights, saved as
+``{"config": ..., "state_dict": ...}``.  The released size (24 blocks, d = 192) is built once per module;
+smaller files for the AutoGluon and hub tests use a small config.  Our outputs must equal the authors'
+forward pass to 1e-5, through the one-pass network and through the cached engine.
 """
 
 from __future__ import annotations
 
-import math
+import hashlib
+import logging
 import time
+import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -25,6 +29,7 @@ from autogluon_maya.tabswift.network import CLASSIFICATION, REGRESSION
 from autogluon_maya.tabswift.released import (ReleasedCheckpointError, convert, convert_cached, main,
                                               released_to_network, resolve_checkpoint)
 from autogluon_maya.tabswift.weights import load_checkpoint, read_checkpoint_info
+from plugin_tests.conftest import tabswift_authors
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
 
@@ -36,157 +41,170 @@ RELEASED_CONFIG = {"max_classes": 10, "max_dim": 100, "embed_dim": 192, "proj_di
                    "use_elementwise_gate": True, "register_tokens": 64}
 SMALL_CONFIG = {**RELEASED_CONFIG, "max_classes": 5, "max_dim": 12, "proj_dim": 12, "embed_dim": 32,
                 "icl_num_blocks": 2, "register_tokens": 4}
+N_SUPPORT, N_QUERY = 40, 8
 
 
-def released_state(cfg: dict, seed: int = 0, gate_key: str = "attn.gate_proj.weight") -> dict:
-    """Random tensors with the released names and shapes (reference doc 1a; audit key list)."""
+# ---- files written by the authors' module -------------------------------------------------------------------
+def authors_module(cfg: dict, seed: int = 0) -> torch.nn.Module:
+    """The authors' ``TabSwift(**cfg)`` with every tensor drawn from a seeded generator: their init zeroes
+    the output projections (every block would be the identity) and leaves the registers uninitialized."""
+    TabSwift = tabswift_authors()[0]
+    module = TabSwift(**cfg)
     g = torch.Generator().manual_seed(seed)
-    d, F_max, C, K = cfg["embed_dim"] * cfg["row_num_cls"], cfg["max_dim"], cfg["max_classes"], cfg["register_tokens"]
-    ff, hid = cfg["ff_factor"] * d, 2 * d
-
-    def w(*shape, scale=None):
-        return torch.randn(*shape, generator=g) * (scale if scale is not None else 1.0 / math.sqrt(shape[-1]))
-
-    def ln():
-        return 1.0 + 0.1 * torch.randn(d, generator=g), 0.1 * torch.randn(d, generator=g)
-
-    sd = {"x_linear.weight": w(d, F_max), "x_linear.bias": w(d, scale=0.1),
-          "icl_predictor.tf_icl.register_token_values": w(K, d, scale=0.5)}
-    for i in range(cfg["icl_num_blocks"]):
-        p = f"icl_predictor.tf_icl.blocks.{i}."
-        sd[p + "attn.in_proj_weight"], sd[p + "attn.in_proj_bias"] = w(3 * d, d), w(3 * d, scale=0.1)
-        sd[p + "attn.out_proj.weight"], sd[p + "attn.out_proj.bias"] = w(d, d), w(d, scale=0.1)
-        sd[p + gate_key], sd[p + gate_key.replace("weight", "bias")] = w(d, d), w(d, scale=0.5)
-        sd[p + "linear1.weight"], sd[p + "linear1.bias"] = w(ff, d), w(ff, scale=0.1)
-        sd[p + "linear2.weight"], sd[p + "linear2.bias"] = w(d, ff), w(d, scale=0.1)
-        sd[p + "norm1.weight"], sd[p + "norm1.bias"] = ln()
-        sd[p + "norm2.weight"], sd[p + "norm2.bias"] = ln()
-    sd["icl_predictor.ln.weight"], sd["icl_predictor.ln.bias"] = ln()
-    sd["icl_predictor.y_encoder.weight"], sd["icl_predictor.y_encoder.bias"] = w(d, 1, scale=0.5), w(d, scale=0.1)
-    sd["icl_predictor.y_encoder_reg.weight"], sd["icl_predictor.y_encoder_reg.bias"] = w(d, 1), w(d, scale=0.1)
-    for name, out in (("decoder", C), ("reg_decoder", 1)):
-        sd[f"icl_predictor.{name}.0.weight"], sd[f"icl_predictor.{name}.0.bias"] = w(hid, d), w(hid, scale=0.1)
-        sd[f"icl_predictor.{name}.2.weight"], sd[f"icl_predictor.{name}.2.bias"] = w(out, hid), w(out, scale=0.1)
-    return sd
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if p.dim() > 1:  # weights ~ 1/sqrt(fan_in) keep 24 residual blocks at a sane scale
+                p.copy_(torch.randn(p.shape, generator=g) / p.shape[-1] ** 0.5)
+            else:  # biases around 0, LayerNorm scales around 1
+                scale = ("norm" in name or ".ln." in name) and name.endswith("weight")
+                p.copy_(0.1 * torch.randn(p.shape, generator=g) + (1.0 if scale else 0.0))
+    return module.eval()
 
 
-def write_released(path: Path, cfg: dict = SMALL_CONFIG, state: dict = None, **extra) -> Path:
-    torch.save({"config": dict(cfg), "state_dict": state if state is not None else released_state(cfg), **extra}, path)
+def write_authors_ckpt(path: Path, cfg: dict = SMALL_CONFIG, seed: int = 0, edit=None) -> Path:
+    """Save like ``swift.ckpt``; ``edit(state_dict)`` may damage the state first."""
+    state = dict(authors_module(cfg, seed).state_dict())
+    if edit is not None:
+        edit(state)
+    torch.save({"config": dict(cfg), "state_dict": state}, path)
     return path
 
 
-# ---- the released computation, written from the paper / reference notes --------------------------------
-def _layer_norm(x, w, b, eps=1e-5):
-    mu = x.mean(-1, keepdim=True)
-    var = ((x - mu) ** 2).mean(-1, keepdim=True)
-    return (x - mu) / torch.sqrt(var + eps) * w + b
+def authors_forward(module, X: torch.Tensor, y: torch.Tensor, regression: bool) -> torch.Tensor:
+    """The authors' forward: X (B, n_support + n_query, H), y (B, n_support) -> the queries' logits over
+    the classes present (B, Q, C) or regression outputs (B, Q)."""
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # their autocast(device_type="cuda") warns on a CPU-only torch
+        out = module(X.clone(), y.float(), return_logits=True, if_regression=regression)
+    return out.squeeze(-1).double() if regression else out.double()
 
 
-def _gelu(x):
-    return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    """The released size, built once: the authors' module, its swift.ckpt, and our converted network."""
+    folder = tmp_path_factory.mktemp("released")
+    module = authors_module(RELEASED_CONFIG)
+    src = folder / "swift.ckpt"
+    torch.save({"config": dict(RELEASED_CONFIG), "state_dict": module.state_dict()}, src)
+    target = convert(src, f"{folder}/out/")
+    return SimpleNamespace(module=module, src=src, target=target, net=load_checkpoint(target))
 
 
-def released_forward(sd: dict, cfg: dict, X: torch.Tensor, y_support: torch.Tensor, regression: bool) -> torch.Tensor:
-    """X (B, T, H): the first n_tr rows are the support set.  Returns the queries' outputs."""
-    sd = {k: v.double() for k, v in sd.items()}
-    X = X.double()
-    B, T, H = X.shape
-    n_tr, F_max, nh = y_support.shape[1], cfg["max_dim"], cfg["icl_nhead"]
-    K = cfg["register_tokens"]
-    x = torch.cat([X * (F_max / H), X.new_zeros(B, T, F_max - H)], dim=-1)  # rescale by F_max/H, zero-pad
-    R = x @ sd["x_linear.weight"].T + sd["x_linear.bias"]
-    enc = "icl_predictor.y_encoder_reg" if regression else "icl_predictor.y_encoder"
-    label = y_support.double().unsqueeze(-1) @ sd[enc + ".weight"].T + sd[enc + ".bias"]  # class id as a scalar
-    R = torch.cat([R[:, :n_tr] + label, R[:, n_tr:]], dim=1)
-    h = torch.cat([sd["icl_predictor.tf_icl.register_token_values"].expand(B, K, -1), R], dim=1)
-    cut = K + n_tr
-    d = h.shape[-1]
-    dh = d // nh
-    for i in range(cfg["icl_num_blocks"]):
-        p = f"icl_predictor.tf_icl.blocks.{i}."
-        z = _layer_norm(h, sd[p + "norm1.weight"], sd[p + "norm1.bias"])
-        qkv = z @ sd[p + "attn.in_proj_weight"].T + sd[p + "attn.in_proj_bias"]
-        q, k, v = qkv[..., :d], qkv[..., d:2 * d], qkv[..., 2 * d:]
-        gate = 1.0 / (1.0 + torch.exp(-(z @ sd[p + "attn.gate_proj.weight"].T + sd[p + "attn.gate_proj.bias"])))
-        heads = []
-        for a in range(nh):
-            sl = slice(a * dh, (a + 1) * dh)
-            scores = q[..., sl] @ k[:, :cut, sl].transpose(1, 2) / math.sqrt(dh)  # every token reads the left segment
-            weights = torch.exp(scores - scores.max(-1, keepdim=True).values)
-            weights = weights / weights.sum(-1, keepdim=True)
-            heads.append((weights @ v[:, :cut, sl]) * gate[..., sl])
-        h = h + torch.cat(heads, -1) @ sd[p + "attn.out_proj.weight"].T + sd[p + "attn.out_proj.bias"]
-        z = _layer_norm(h, sd[p + "norm2.weight"], sd[p + "norm2.bias"])
-        h = h + _gelu(z @ sd[p + "linear1.weight"].T + sd[p + "linear1.bias"]) @ sd[p + "linear2.weight"].T \
-            + sd[p + "linear2.bias"]
-    z = _layer_norm(h[:, cut:], sd["icl_predictor.ln.weight"], sd["icl_predictor.ln.bias"])
-    dec = "icl_predictor.reg_decoder" if regression else "icl_predictor.decoder"
-    out = _gelu(z @ sd[dec + ".0.weight"].T + sd[dec + ".0.bias"]) @ sd[dec + ".2.weight"].T + sd[dec + ".2.bias"]
-    return out.squeeze(-1) if regression else out
-
-
-def _task(cfg, B=2, n_tr=14, n_q=6, H=5, seed=1):
+def _table(n_classes, width, seed=1, batch=2):
     g = torch.Generator().manual_seed(seed)
-    X = torch.randn(B, n_tr + n_q, H, generator=g)
-    y_cls = torch.randint(0, cfg["max_classes"], (B, n_tr), generator=g)
-    y_reg = torch.randn(B, n_tr, generator=g)
-    return X, y_cls, y_reg
+    X = torch.randn(batch, N_SUPPORT + N_QUERY, width, generator=g)
+    if n_classes is None:
+        return X, 3.0 + 2.0 * torch.randn(batch, N_SUPPORT, generator=g)  # not standardized on purpose
+    y = torch.randint(0, n_classes, (batch, N_SUPPORT), generator=g)
+    y[:, :n_classes] = torch.arange(n_classes)  # every class present (the authors slice to the classes seen)
+    return X, y
 
 
-# ---- conversion and the forward pass ---------------------------------------------------------------------
-@pytest.mark.parametrize("gate_key", ["attn.gate_proj.weight", "attn.gate_proj_weight"])
-def test_converted_checkpoint_runs_the_released_computation(tmp_path, gate_key):
-    state = released_state(SMALL_CONFIG, gate_key=gate_key)
-    src = write_released(tmp_path / "swift.ckpt", state=state)
-    target = convert(src, f"{tmp_path}/out/")
-    assert target == tmp_path / "out" / "swift"
-    net = load_checkpoint(target)
-    # every released tensor became a parameter: same count, same total, nothing left over
-    assert sum(p.numel() for p in net.parameters()) == sum(t.numel() for t in state.values())
-    assert len(net.state_dict()) == len(state)
+# ---- conversion and the forward pass, at the released size ----------------------------------------------------
+def test_released_size_converts_completely(released):
+    state = released.module.state_dict()
+    assert len(state) == 353 and sum(t.numel() for t in state.values()) == 8_203_211
+    net = released.net
+    assert sum(p.numel() for p in net.parameters()) == 8_203_211 and len(net.state_dict()) == 353
     assert net.config.label_encoding == "scalar" and net.n_exit_layers == 0
+    assert (net.config.n_layers, net.config.d_model, net.config.n_registers) == (24, 192, 64)
+    source = read_checkpoint_info(released.target)["metadata"]["source"]
+    assert source["file"] == "swift.ckpt" and source["released_config"] == RELEASED_CONFIG
 
-    ref_state = {k.replace("gate_proj_weight", "gate_proj.weight").replace("gate_proj_bias", "gate_proj.bias"): v
-                 for k, v in state.items()}
-    X, y_cls, y_reg = _task(SMALL_CONFIG)
-    n_tr = y_cls.shape[1]
+
+@pytest.mark.parametrize("width", [12, 100], ids=["narrow", "F_max"])
+@pytest.mark.parametrize("n_classes", [2, 3, 10, None], ids=["2cls", "3cls", "10cls", "regression"])
+def test_converted_network_computes_the_authors_forward(released, n_classes, width):
+    X, y = _table(n_classes, width)
+    regression = n_classes is None
+    task = REGRESSION if regression else CLASSIFICATION
+    expected = authors_forward(released.module, X, y, regression)
+    net = released.net
     with torch.no_grad():
-        for task, y, regression in ((CLASSIFICATION, y_cls, False), (REGRESSION, y_reg, True)):
-            ours = net(X[:, :n_tr], y, X[:, n_tr:], task).prediction.double()
-            expected = released_forward(ref_state, SMALL_CONFIG, X, y, regression)
+        for masked in (True, False):  # the one-pass network, with the explicit mask and with sliced keys
+            ours = net(X[:, :N_SUPPORT], y, X[:, N_SUPPORT:], task, masked=masked).prediction.double()
+            if not regression:
+                ours = ours[..., :n_classes]
             assert ours.shape == expected.shape
-            assert torch.allclose(ours, expected, atol=1e-5, rtol=0), (task, (ours - expected).abs().max())
-        # the cached engine (what predict runs) computes the same thing, one table at a time
-        engine = TabSwiftEngine(net, chunk_size=4)
-        cache = engine.encode_context(X[0, :n_tr], y_cls[0], CLASSIFICATION, n_classes=SMALL_CONFIG["max_classes"])
-        logits = engine.predict(X[0, n_tr:], cache).predictions.double()
-        expected = released_forward(ref_state, SMALL_CONFIG, X[:1], y_cls[:1], False)[0]
-        assert torch.allclose(logits, expected, atol=1e-5, rtol=0)
-    # the JSON records where the weights came from
-    source = read_checkpoint_info(target)["metadata"]["source"]
-    assert source["file"] == "swift.ckpt" and source["released_config"]["icl_num_blocks"] == 2
+            assert torch.allclose(ours, expected, atol=1e-5, rtol=0), (masked, (ours - expected).abs().max())
+
+    # the cached engine (what predict runs), one table at a time, queries in chunks of 3.  For regression it
+    # standardizes the context targets and maps the output back: the authors' forward on standardized y.
+    engine = TabSwiftEngine(net, chunk_size=3)
+    for b in range(X.shape[0]):
+        cache = engine.encode_context(X[b, :N_SUPPORT], y[b], task, n_classes=n_classes)
+        got = engine.predict(X[b, N_SUPPORT:], cache).predictions.double()
+        if regression:
+            mean, std = y[b].double().mean(), y[b].double().std(unbiased=False)
+            want = authors_forward(released.module, X[b:b + 1], ((y[b:b + 1] - mean) / std), True)[0] * std + mean
+        else:
+            want = expected[b]
+        assert torch.allclose(got, want, atol=1e-5 * max(1.0, float(want.abs().max())), rtol=0), \
+            (b, (got - want).abs().max())
 
 
-def test_class_encoding_differs_from_our_default(tmp_path):
-    """Guards the one architectural difference: with our embedding table the released weights would not fit,
-    and a scalar-encoded class id moves the output when the id changes (a lookup would need a table)."""
-    net, _ = released_to_network(write_released(tmp_path / "swift.ckpt"))
-    assert tuple(net.label_encoders.classes.weight.shape) == (SMALL_CONFIG["embed_dim"], 1)
-    y = torch.tensor([[0.0, 1.0, 2.0]])
-    e = net.label_encoders(y, CLASSIFICATION)[0]
-    assert torch.allclose(e[2] - e[1], e[1] - e[0], atol=1e-6)  # linear in the id: the released computation
+# ---- damaged files are refused, naming the tensor ------------------------------------------------------------------
+def test_renamed_tensor_is_named(tmp_path):
+    def rename(state):
+        state["icl_predictor.tf_icl.blocks.1.attn.gate_proj.weight"] = state.pop(
+            "icl_predictor.tf_icl.blocks.1.attn.attn_gate.weight")
 
-
-def test_pickle_that_would_run_code_is_refused(tmp_path):
-    marker = tmp_path / "code_ran"
-    src = write_released(tmp_path / "evil.ckpt", extra_object=RunsCodeWhenUnpickled(str(marker)))
-    with pytest.raises(ReleasedCheckpointError, match="arbitrary unpickling") as err:
-        convert(src, f"{tmp_path}/out/")
-    assert "'exec'" in str(err.value)  # names what the file wanted to run
-    assert not marker.exists(), "the file's code ran while loading"
+    with pytest.raises(ReleasedCheckpointError) as err:
+        convert(write_authors_ckpt(tmp_path / "swift.ckpt", edit=rename), f"{tmp_path}/out/")
+    message = str(err.value)
+    assert "1 released tensors with no place in the network: ['icl_predictor.tf_icl.blocks.1.attn.gate_proj.weight']" \
+        in message
+    assert "1 tensors the network needs are missing from the file: " \
+           "['icl_predictor.tf_icl.blocks.1.attn.attn_gate.weight']" in message
     assert not (tmp_path / "out").exists()
 
 
+def test_misshaped_tensor_is_named(tmp_path):
+    def cut(state):
+        key = "icl_predictor.tf_icl.blocks.1.linear1.weight"
+        state[key] = state[key][:7]
+
+    with pytest.raises(ReleasedCheckpointError, match=r"'icl_predictor\.tf_icl\.blocks\.1\.linear1\.weight' has shape "
+                                                      r"\(7, 32\).*needs \(64, 32\)"):
+        convert(write_authors_ckpt(tmp_path / "swift.ckpt", edit=cut), f"{tmp_path}/out/")
+
+
+def test_config_the_network_cannot_compute_is_refused(tmp_path):
+    src = tmp_path / "swift.ckpt"
+    state = authors_module(SMALL_CONFIG).state_dict()
+    for bad, match in (({"use_elementwise_gate": False, "use_headwise_gate": True}, "use_headwise_gate"),
+                       ({"row_num_cls": 2}, "has shape"),  # d = 2 x 32: no tensor fits
+                       ({"proj_dim": 11}, "proj_dim"),
+                       ({"new_knob": 1}, r"does not know \['new_knob'\]")):
+        torch.save({"config": {**SMALL_CONFIG, **bad}, "state_dict": state}, src)
+        with pytest.raises(ReleasedCheckpointError, match=match):
+            convert(src, f"{tmp_path}/out/")
+
+
+def test_missing_config_keys_take_the_authors_defaults(tmp_path):
+    """``row_num_cls`` and ``proj_dim`` are used: a config without ``row_num_cls`` means the authors' default
+    of 4 CLS tokens (d = 4 x embed_dim), so a d = 32 file built with row_num_cls=1 no longer fits."""
+    cfg = {k: v for k, v in SMALL_CONFIG.items() if k != "row_num_cls"}
+    src = tmp_path / "swift.ckpt"
+    torch.save({"config": cfg, "state_dict": authors_module(SMALL_CONFIG).state_dict()}, src)
+    with pytest.raises(ReleasedCheckpointError, match="d_model=128"):
+        convert(src, f"{tmp_path}/out/")
+    cfg = {**cfg, "embed_dim": 8}  # 8 x 4 CLS tokens = the same d = 32: the authors' module builds it too
+    torch.save({"config": cfg, "state_dict": authors_module(SMALL_CONFIG).state_dict()}, src)
+    assert load_checkpoint(convert(src, f"{tmp_path}/out/")).config.d_model == 32
+    tabswift_authors()[0](**cfg).load_state_dict(authors_module(SMALL_CONFIG).state_dict())
+
+
+def test_class_encoding_is_the_released_scalar(tmp_path):
+    """The one architectural difference from our default: the class id enters as a float through
+    Linear(1, d), so its embedding is linear in the id (a lookup table would need C_max rows)."""
+    net, _ = released_to_network(write_authors_ckpt(tmp_path / "swift.ckpt"))
+    assert tuple(net.label_encoders.classes.weight.shape) == (SMALL_CONFIG["embed_dim"], 1)
+    e = net.label_encoders(torch.tensor([[0.0, 1.0, 2.0]]), CLASSIFICATION)[0]
+    assert torch.allclose(e[2] - e[1], e[1] - e[0], atol=1e-6)
+
+
+# ---- safe loading ------------------------------------------------------------------------------------------
 class RunsCodeWhenUnpickled:
     """Unpickling this object calls exec(...): what a malicious checkpoint would do."""
 
@@ -197,29 +215,19 @@ class RunsCodeWhenUnpickled:
         return exec, (f"open({self.marker!r}, 'w').write('x')",)
 
 
-def test_shape_mismatch_names_the_tensor(tmp_path):
-    state = released_state(SMALL_CONFIG)
-    state["icl_predictor.tf_icl.blocks.1.linear1.weight"] = torch.zeros(7, SMALL_CONFIG["embed_dim"])
-    with pytest.raises(ReleasedCheckpointError, match=r"icl_predictor\.tf_icl\.blocks\.1\.linear1\.weight.*\(7, 32\)"):
-        convert(write_released(tmp_path / "swift.ckpt", state=state), f"{tmp_path}/out/")
-
-
-def test_leftover_and_missing_tensors_are_named(tmp_path):
-    state = released_state(SMALL_CONFIG)
-    state["icl_predictor.tf_icl.blocks.0.attn.extra_scale"] = torch.ones(3)
-    with pytest.raises(ReleasedCheckpointError, match=r"no place in the network.*blocks\.0\.attn\.extra_scale"):
-        convert(write_released(tmp_path / "a.ckpt", state=state), f"{tmp_path}/out/")
-    state = released_state(SMALL_CONFIG)
-    del state["icl_predictor.reg_decoder.2.bias"]
-    with pytest.raises(ReleasedCheckpointError, match=r"missing from the file.*icl_predictor\.reg_decoder\.2\.bias"):
-        convert(write_released(tmp_path / "b.ckpt", state=state), f"{tmp_path}/out/")
-    with pytest.raises(ReleasedCheckpointError, match="use_headwise_gate"):
-        convert(write_released(tmp_path / "c.ckpt", cfg={**SMALL_CONFIG, "use_headwise_gate": True,
-                                                          "use_elementwise_gate": False}), f"{tmp_path}/out/")
+def test_pickle_that_would_run_code_is_refused(tmp_path):
+    marker = tmp_path / "code_ran"
+    src = tmp_path / "evil.ckpt"
+    torch.save({"config": dict(SMALL_CONFIG), "state_dict": {}, "extra": RunsCodeWhenUnpickled(str(marker))}, src)
+    with pytest.raises(ReleasedCheckpointError, match="arbitrary unpickling") as err:
+        convert(src, f"{tmp_path}/out/")
+    assert "'exec'" in str(err.value)  # names what the file wanted to run
+    assert not marker.exists(), "the file's code ran while loading"
+    assert not (tmp_path / "out").exists()
 
 
 def test_console_command_and_convert_once(tmp_path, monkeypatch, capsys):
-    src = write_released(tmp_path / "swift.ckpt")
+    src = write_authors_ckpt(tmp_path / "swift.ckpt")
     assert main([str(src), str(tmp_path / "out") + "/"]) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / "out" / "swift")
     assert resolve_checkpoint(tmp_path / "out") == tmp_path / "out" / "swift"  # the directory is enough
@@ -232,23 +240,28 @@ def test_console_command_and_convert_once(tmp_path, monkeypatch, capsys):
     assert first.with_suffix(".safetensors").stat().st_mtime_ns == stamp  # converted once, then reused
 
 
+# ---- through AutoGluon ---------------------------------------------------------------------------------------
+def _binary_frame(n=160, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n),
+                       "c": pd.Categorical(rng.choice(["x", "y", "z"], size=n))})
+    df["y"] = np.where(df["a"] + (df["c"] == "x") > 0.3, "pos", "neg")
+    return df
+
+
 def test_released_weights_predict_through_autogluon(tmp_path, monkeypatch):
     from autogluon.tabular import TabularPredictor
 
     monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
-    src = write_released(tmp_path / "swift.ckpt")
-    rng = np.random.default_rng(0)
-    df = pd.DataFrame({"a": rng.normal(size=160), "b": rng.normal(size=160),
-                       "c": pd.Categorical(rng.choice(["x", "y", "z"], size=160))})
-    df["y"] = np.where(df["a"] + (df["c"] == "x") > 0.3, "pos", "neg")
+    src = write_authors_ckpt(tmp_path / "swift.ckpt")
+    df = _binary_frame()
     hp = {"n_estimators": 2, "max_context_rows": 256}
     predictor = TabularPredictor(label="y", path=str(tmp_path / "ag"), verbosity=0).fit(
         df.iloc[:120], hyperparameters={"TABSWIFT": {**hp, "checkpoint_path": str(src)}},
         raise_on_model_failure=True, num_cpus=1)
     proba = predictor.predict_proba(df.iloc[120:])
     assert proba.shape == (40, 2) and np.allclose(proba.sum(1), 1.0) and proba.notna().all().all()
-    model = predictor._trainer.load_model("TabSwift")
-    net = model.model.network
+    net = predictor._trainer.load_model("TabSwift").model.network
     assert net.config.label_encoding == "scalar" and net.config.n_layers == 2
     converted = load_checkpoint(resolve_checkpoint(src))
     assert all(torch.equal(a, b) for a, b in zip(net.state_dict().values(), converted.state_dict().values()))
@@ -260,18 +273,103 @@ def test_released_weights_predict_through_autogluon(tmp_path, monkeypatch):
     assert np.allclose(p2.predict_proba(df.iloc[120:]).to_numpy(), proba.to_numpy())
 
 
-# ---- optional hub download: fails fast offline --------------------------------------------------------------
+@pytest.mark.parametrize("tau", [0.9, "auto"])
+def test_tau_with_released_weights_turns_early_exit_off_and_says_why(tmp_path, monkeypatch, caplog, tau):
+    """The release has no exit heads: a requested τ can not exit anywhere.  The fit runs without early exit
+    (predictions equal those without τ) and logs why, instead of failing in predict."""
+    from autogluon.tabular import TabularPredictor
+
+    monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
+    src = write_authors_ckpt(tmp_path / "swift.ckpt")
+    df = _binary_frame(120)
+    hp = {"n_estimators": 1, "checkpoint_path": str(src)}
+    ag_logger = logging.getLogger("autogluon")  # does not propagate to the root logger caplog listens on
+    ag_logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO, logger="autogluon"):
+            predictor = TabularPredictor(label="y", path=str(tmp_path / "ag"), verbosity=2).fit(
+                df.iloc[:90], tuning_data=df.iloc[90:105], hyperparameters={"TABSWIFT": {**hp, "tau": tau}},
+                raise_on_model_failure=True, num_cpus=1)
+    finally:
+        ag_logger.removeHandler(caplog.handler)
+    assert "early exit off: the checkpoint has no exit heads" in caplog.text
+    model = predictor._trainer.load_model("TabSwift")
+    assert model.model.tau is None and model.params_trained["tau"] is None
+    assert "no exit heads" in model._fit_summary["early_exit_off"]
+    plain = TabularPredictor(label="y", path=str(tmp_path / "plain"), verbosity=0).fit(
+        df.iloc[:90], tuning_data=df.iloc[90:105], hyperparameters={"TABSWIFT": hp}, raise_on_model_failure=True,
+        num_cpus=1)
+    assert np.allclose(predictor.predict_proba(df.iloc[105:]), plain.predict_proba(df.iloc[105:]))
+
+
+# ---- the hub path ------------------------------------------------------------------------------------------
+def _prefill_hub_cache(hub_cache: Path, src: Path, repo_id: str, filename: str) -> Path:
+    """Lay ``src`` out the way huggingface_hub caches a downloaded file: ``models--<org>--<name>/`` with the
+    content under ``blobs/<sha256>``, ``snapshots/<commit>/<filename>`` linking to it, ``refs/main`` naming
+    the commit."""
+    repo = hub_cache / f"models--{repo_id.replace('/', '--')}"
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    commit = hashlib.sha1(b"a commit").hexdigest()
+    (repo / "blobs").mkdir(parents=True)
+    (repo / "blobs" / digest).write_bytes(src.read_bytes())
+    (repo / "snapshots" / commit).mkdir(parents=True)
+    (repo / "snapshots" / commit / filename).symlink_to(Path("..") / ".." / "blobs" / digest)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    return repo
+
+
+def test_hub_offline_from_a_prefilled_cache_downloads_converts_fits_and_predicts(tmp_path, monkeypatch):
+    """checkpoint_path="hub" as a user without internet runs it: HF_HUB_OFFLINE=1 and the hub's local cache
+    already holding swift.ckpt.  Any network use would fail (the endpoint is a closed local port)."""
+    import huggingface_hub
+    from autogluon.tabular import TabularPredictor
+    from huggingface_hub import constants
+
+    from autogluon_maya.tabswift.hub import FILENAME, REPO_ID
+
+    hf_home = tmp_path / "hf"
+    src = write_authors_ckpt(tmp_path / "swift.ckpt", seed=3)
+    repo = _prefill_hub_cache(hf_home / "hub", src, REPO_ID, FILENAME)
+    monkeypatch.setenv("HF_HOME", str(hf_home))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # huggingface_hub reads HF_HOME / HF_HUB_OFFLINE when it is first imported: set what it derived from them
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hf_home / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
+    cached = huggingface_hub.scan_cache_dir(hf_home / "hub")
+    assert [r.repo_id for r in cached.repos] == [REPO_ID]  # the layout is one huggingface_hub recognizes
+
+    df = _binary_frame()
+    predictor = TabularPredictor(label="y", path=str(tmp_path / "ag"), verbosity=0).fit(
+        df.iloc[:120], hyperparameters={"TABSWIFT": {"n_estimators": 2, "checkpoint_path": "hub"}},
+        raise_on_model_failure=True, num_cpus=1)
+    proba = predictor.predict_proba(df.iloc[120:])
+    assert proba.shape == (40, 2) and np.allclose(proba.sum(1), 1.0)
+
+    converted = tmp_path / "cache" / "tabswift" / "hub" / "swift"
+    source = read_checkpoint_info(converted)["metadata"]["source"]
+    assert source["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()  # the cached file, converted
+    net = predictor._trainer.load_model("TabSwift").model.network
+    expected = authors_module(SMALL_CONFIG, seed=3).state_dict()
+    assert torch.equal(net.blocks[1].gate.weight, expected["icl_predictor.tf_icl.blocks.1.attn.attn_gate.weight"])
+    assert sorted(p.name for p in (repo / "blobs").iterdir()) == [source["sha256"]]  # nothing else was fetched
+
+
 @pytest.mark.parametrize("case", ["HF_HUB_OFFLINE", "refused", "silent"])
 def test_hub_fails_fast_when_offline(tmp_path, monkeypatch, case):
-    """Offline flag; nothing listening; a server that accepts connections but never answers (the case
-    huggingface_hub itself would retry with back-off for ~30 s)."""
-    pytest.importorskip("huggingface_hub")
+    """Offline flag with an empty cache; nothing listening; a server that accepts connections but never
+    answers (the case huggingface_hub itself would retry with back-off for ~30 s)."""
     import socket
+
+    from huggingface_hub import constants
 
     from autogluon_maya.tabswift.hub import HubUnavailableError
 
     monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty hub cache
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
     monkeypatch.setenv("AUTOGLUON_MAYA_HUB_TIMEOUT", "1")
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
@@ -279,8 +377,6 @@ def test_hub_fails_fast_when_offline(tmp_path, monkeypatch, case):
     if case == "HF_HUB_OFFLINE":
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     else:
-        from huggingface_hub import constants  # read from HF_ENDPOINT when huggingface_hub is imported
-
         monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9" if case == "refused"
                             else f"http://127.0.0.1:{silent.getsockname()[1]}")
     t0 = time.time()
@@ -293,25 +389,12 @@ def test_hub_fails_fast_when_offline(tmp_path, monkeypatch, case):
 
 
 def test_hub_uses_the_converted_copy_without_network(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
     monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
-    constants = pytest.importorskip("huggingface_hub.constants")
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # unreachable: any network use would fail
-    target = convert(write_released(tmp_path / "swift.ckpt"), tmp_path / "cache" / "tabswift" / "hub" / "swift")
+    target = convert(write_authors_ckpt(tmp_path / "swift.ckpt"), tmp_path / "cache" / "tabswift" / "hub" / "swift")
     assert resolve_checkpoint("hub") == target
-
-
-# ---- the released size ----------------------------------------------------------------------------------------
-@pytest.mark.slow
-def test_released_size_converts_to_8_203_211_parameters(tmp_path):
-    state = released_state(RELEASED_CONFIG)
-    assert len(state) == 353
-    target = convert(write_released(tmp_path / "swift.ckpt", cfg=RELEASED_CONFIG, state=state), f"{tmp_path}/out/")
-    net = load_checkpoint(target)
-    assert sum(p.numel() for p in net.parameters()) == 8_203_211
-    X, y_cls, _ = _task(RELEASED_CONFIG, B=1, n_tr=40, n_q=8, H=30)
-    with torch.no_grad():
-        ours = net(X[:, :40], y_cls, X[:, 40:], CLASSIFICATION).prediction.double()
-    assert torch.allclose(ours, released_forward(state, RELEASED_CONFIG, X, y_cls, False), atol=1e-5, rtol=0)
 
 
 # ---- early exit on the released backbone (stage 3) --------------------------------------------------------------
@@ -322,8 +405,7 @@ def test_stage3_adds_exit_heads_to_a_converted_release(tmp_path):
     from autogluon_maya.pretraining.trainer import train
     from autogluon_maya.tabswift.config import TabSwiftConfig
 
-    state = released_state(SMALL_CONFIG)
-    converted = convert(write_released(tmp_path / "swift.ckpt", state=state), f"{tmp_path}/conv/")
+    converted = convert(write_authors_ckpt(tmp_path / "swift.ckpt"), f"{tmp_path}/conv/")
     size = TabSwiftConfig(n_layers=2, d_model=32, n_heads=4, n_registers=4, max_features=12, max_classes=5)
     (tmp_path / "size.json").write_text(json.dumps(size.to_dict()))
     run = dict(out_dir=str(tmp_path / "s3"), stage=3, model=str(tmp_path / "size.json"), init_from=str(converted),
@@ -335,10 +417,11 @@ def test_stage3_adds_exit_heads_to_a_converted_release(tmp_path):
     before = load_checkpoint(converted).state_dict()
     after = net.state_dict()
     assert all(torch.equal(before[k], after[k]) for k in before), "stage 3 changed the released backbone"
-    X, y_cls, _ = _task(SMALL_CONFIG)
+    X, y = _table(5, 6)
     with torch.no_grad():  # the final head still computes the release's output; the exit path runs
-        out = net(X[:, :14], y_cls, X[:, 14:], CLASSIFICATION, return_layers=True)
-        assert torch.allclose(out.prediction.double(), released_forward(state, SMALL_CONFIG, X, y_cls, False), atol=1e-5)
-        assert out.exit_logits[0].shape == (2, 6)
+        out = net(X[:, :N_SUPPORT], y, X[:, N_SUPPORT:], CLASSIFICATION, return_layers=True)
+        expected = authors_forward(authors_module(SMALL_CONFIG), X, y, False)
+        assert torch.allclose(out.prediction.double(), expected, atol=1e-5)
+        assert out.exit_logits[0].shape == (2, N_QUERY)
     with pytest.raises(ValueError, match="--model released"):  # the size preset must match the checkpoint
         train(PretrainConfig(**{**run, "model": "tiny", "out_dir": str(tmp_path / "bad")}), progress=False)

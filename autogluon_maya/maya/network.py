@@ -1,4 +1,4 @@
-"""MAYA's torch network (MAYA paper, sections 3.2-3.5; SPEC section 2).
+"""MAYA's torch network (MAYA paper, sections 3.2-3.5).
 
 Encoder: feature tokenizer + [CLS] -> stacked multi-branch-attention (MBA) blocks -> inter-block
 average of the [CLS] states.  Decoder: inter-instance attention (IAIL) blocks where a row's encoding
@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .defaults import checked_numeric_scale
+from .defaults import resolve_defaults
 
 
 _local = threading.local()
@@ -111,8 +111,8 @@ class FeatureTokenizer(nn.Module):
     ``num_scale`` (s, 1 in the paper) is a fixed multiplier of the numeric inputs.  Why: under Adam a weight
     moves by about the learning rate per step whatever its gradient's size, so a numeric token's
     x-dependent part moves by about s |x| lr per step: the scale of the inputs sets how fast the tokenizer
-    learns.  Inputs min-max scaled to [-1, 1] learnt letter's features far more slowly than quantile-normal
-    ones (std 1, tails to +-5); s = 5 more than made up for it (MAYA's ``numeric_scale``, defaults.py).
+    learns.  Inputs min-max scaled to [-1, 1] learn far more slowly than quantile-normal ones (std 1, tails
+    to +-5); MAYA's ``numeric_scale`` (docs/maya.md).
     """
 
     num_scale = 1.0  # class default: networks pickled before the setting existed multiply by 1
@@ -123,7 +123,7 @@ class FeatureTokenizer(nn.Module):
         if n_num + len(cat_cardinalities) == 0:
             raise ValueError("MAYA needs at least one feature")
         self.n_num = n_num
-        self.num_scale = checked_numeric_scale(num_scale)
+        self.num_scale = float(num_scale)
         self.num_weight = nn.Parameter(torch.empty(n_num, d)) if n_num else None
         self.num_bias = nn.Parameter(torch.empty(n_num, d)) if (n_num and if_bias) else None
         self.cat_embeddings = nn.ModuleList(nn.Embedding(c + 1, d) for c in cat_cardinalities)
@@ -140,7 +140,7 @@ class FeatureTokenizer(nn.Module):
         bound = 1 / math.sqrt(d)
         for p in (self.num_weight, self.num_bias, self.cat_bias, self.cls):
             if p is not None:
-                if add_act:  # Kaiming init suits the rectifier that follows (SPEC section 2)
+                if add_act:  # Kaiming init suits the rectifier that follows
                     nn.init.kaiming_uniform_(p, a=math.sqrt(5))
                 else:
                     nn.init.uniform_(p, -bound, bound)
@@ -305,22 +305,21 @@ class IAILBlock(nn.Module):
         return -(qp.pow(2).sum(-1, keepdim=True) - 2 * qp @ keys.T + keys.pow(2).sum(-1))
 
     def forward(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-                mask: Optional[torch.Tensor] = None, topk: Optional[int] = None) -> torch.Tensor:
+                mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         """``keys`` are projected context encodings (N, d); ``mask`` (Bq, N) is True where a
         query may NOT look (its own row during training)."""
         sim = self.similarity(q, keys)
         if mask is not None:
             sim = sim.masked_fill(mask, float("-inf"))
-        if topk is not None and topk < sim.shape[1]:
-            top, idx = sim.topk(topk, dim=1)
-            attn = torch.softmax(top, dim=1).nan_to_num(0.0)
-            read = torch.einsum("qk,qkd->qd", attn, values[idx])
-        else:
-            # a row with nothing to attend to (a 1-row batch) reads zeros instead of NaN
-            attn = torch.softmax(sim, dim=1).nan_to_num(0.0)
-            read = attn @ values
+        # a row with nothing to attend to (a 1-row batch) reads zeros instead of NaN
+        read = torch.softmax(sim, dim=1).nan_to_num(0.0) @ values
         h = self.norm1(q + self.dropout(read))
         return self.norm2(h + self.dropout(self.ffn(h)))
+
+
+NETWORK_KEYS = ("hidden_size", "num_heads", "num_branch", "num_layers", "intermediate_factor", "dropout", "if_bias",
+                "add_act", "act_type", "num_decoder_layers", "decoder_intermediate_factor", "decoder_act_type",
+                "decoder_dropout", "decoder_if_bias", "qk_shared_weights", "use_branch_weights", "numeric_scale")
 
 
 class MayaNetwork(nn.Module):
@@ -328,33 +327,33 @@ class MayaNetwork(nn.Module):
 
     ``out_dim`` is the number of classes (classification), 1 (regression) or the number of quantile
     levels.  ``label_kind`` is "class" (lookup table) or "real" (linear map of a standardized target).
+    ``settings``: any of ``NETWORK_KEYS``; the others are the table's (``defaults.DEFAULT_PARAMS``) for
+    ``problem_type`` (by default binary for "class", regression for "real").
     """
 
     def __init__(self, n_num: int, cat_cardinalities: Sequence[int], out_dim: int, label_kind: str,
-                 num_classes: int = 0, hidden_size: int = 64, num_heads: int = 4, num_branch: int = 2,
-                 num_layers: int = 2, intermediate_factor: float = 2.0, dropout: float = 0.1,
-                 if_bias: bool = True, add_act: bool = False, act_type: str = "relu",
-                 num_decoder_layers: int = 1, decoder_intermediate_factor: float = 2.0,
-                 decoder_act_type: str = "relu", decoder_dropout: float = 0.1, decoder_if_bias: bool = True,
-                 qk_shared_weights: bool = False, use_branch_weights: bool = True, numeric_scale: float = 1.0):
+                 num_classes: int = 0, problem_type: Optional[str] = None, **settings):
         super().__init__()
-        self.tokenizer = FeatureTokenizer(n_num, cat_cardinalities, hidden_size, if_bias, add_act, act_type,
-                                          numeric_scale)
-        self.blocks = nn.ModuleList(
-            MBABlock(hidden_size, num_heads, num_branch, intermediate_factor, dropout, if_bias, use_branch_weights)
-            for _ in range(num_layers))
-        self.encoder_norm = nn.LayerNorm(hidden_size)
-        if label_kind == "class":
-            self.label_embedding = nn.Embedding(num_classes, hidden_size)
-        elif label_kind == "real":
-            self.label_embedding = nn.Linear(1, hidden_size)
-        else:
+        unknown = sorted(set(settings) - set(NETWORK_KEYS))
+        if unknown:
+            raise TypeError(f"MayaNetwork got unknown settings {unknown}; it takes {NETWORK_KEYS}")
+        if label_kind not in ("class", "real"):
             raise ValueError(f"label_kind must be 'class' or 'real', got {label_kind!r}")
+        table = resolve_defaults(problem_type or ("binary" if label_kind == "class" else "regression"))
+        c = {k: settings.get(k, table[k]) for k in NETWORK_KEYS}
+        d = int(c["hidden_size"])
+        self.tokenizer = FeatureTokenizer(n_num, cat_cardinalities, d, c["if_bias"], c["add_act"], c["act_type"],
+                                          c["numeric_scale"])
+        self.blocks = nn.ModuleList(
+            MBABlock(d, int(c["num_heads"]), int(c["num_branch"]), c["intermediate_factor"], c["dropout"],
+                     c["if_bias"], c["use_branch_weights"]) for _ in range(int(c["num_layers"])))
+        self.encoder_norm = nn.LayerNorm(d)
+        self.label_embedding = nn.Embedding(num_classes, d) if label_kind == "class" else nn.Linear(1, d)
         self.label_kind = label_kind
         self.decoder = nn.ModuleList(
-            IAILBlock(hidden_size, decoder_intermediate_factor, decoder_act_type, decoder_dropout,
-                      decoder_if_bias, qk_shared_weights) for _ in range(num_decoder_layers))
-        self.predictor = nn.Linear(hidden_size, out_dim)
+            IAILBlock(d, c["decoder_intermediate_factor"], c["decoder_act_type"], c["decoder_dropout"],
+                      c["decoder_if_bias"], c["qk_shared_weights"]) for _ in range(int(c["num_decoder_layers"])))
+        self.predictor = nn.Linear(d, out_dim)
 
     # ---- encoder -------------------------------------------------------------------------
     def encode(self, x_num: torch.Tensor, x_cat: torch.Tensor, return_branches: bool = False):
@@ -387,37 +386,23 @@ class MayaNetwork(nn.Module):
         return [blk.k_proj(context_enc) for blk in self.decoder]
 
     def decode(self, q_enc: torch.Tensor, keys: Sequence[torch.Tensor], values: torch.Tensor,
-               mask: Optional[torch.Tensor] = None, topk: Optional[int] = None) -> torch.Tensor:
+               mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         h = q_enc
         for blk, k in zip(self.decoder, keys):
-            h = blk(h, k, values, mask=mask, topk=topk)
+            h = blk(h, k, values, mask=mask)
         return self.predictor(h)
 
-    def forward_train(self, x_num, x_cat, y, return_branches: bool = False,
-                      memory_enc: Optional[torch.Tensor] = None, memory_y: Optional[torch.Tensor] = None,
-                      memory_mask: Optional[torch.Tensor] = None):
-        """Training forward: the batch is its own context and each row's own label is masked out.
-
-        Optionally the context is widened by a *memory*: encodings of other training rows computed
-        without gradient at the start of the epoch (keys are re-projected with the current weights and
-        label embeddings recomputed, so gradients still reach the decoder).  ``memory_mask`` (B, M) is
-        True where memory row m is the batch row itself; those entries are hidden too, so no row ever
-        sees its own label.
-        """
+    def forward_train(self, x_num, x_cat, y, return_branches: bool = False):
+        """Training forward (Eq. 13): the batch is its own context and each row's own label is masked out."""
         enc, branches = self.encode(x_num, x_cat, return_branches=True)
         eye = torch.eye(enc.shape[0], dtype=torch.bool, device=enc.device)
-        ctx, values, mask = enc, self.embed_labels(y), eye
-        if memory_enc is not None and len(memory_enc):
-            ctx = torch.cat([enc, memory_enc.to(enc.dtype)])
-            values = torch.cat([values, self.embed_labels(memory_y)])
-            mask = torch.cat([eye, memory_mask], dim=1)
-        out = self.decode(enc, self.project_keys(ctx), values, mask=mask)
+        out = self.decode(enc, self.project_keys(enc), self.embed_labels(y), mask=eye)
         return (out, branches) if return_branches else out
 
     @torch.no_grad()
     def update_branch_weights(self, branch_cls: Sequence[torch.Tensor], loss_fn, momentum: float):
         """w <- momentum * w + (1 - momentum) * softmax(s), s_j = loss of the shared predictor on
-        branch j's [CLS] state.  A branch that fits worse gets more weight (SPEC section 2)."""
+        branch j's [CLS] state (Eqs. 8-9).  A branch that fits worse gets more weight."""
         for block, b in zip(self.blocks, branch_cls):
             losses = torch.stack([loss_fn(self.predictor(b[j].float())) for j in range(b.shape[0])])
             new = torch.softmax(losses.float(), dim=0)

@@ -46,25 +46,28 @@ def _to_space(entry: tuple, default: Any):
     if kind == "int":
         _, lo, hi = entry
         return space.Int(lo, hi, default=min(max(int(default), lo), hi))
-    choices = list(entry[1:])
-    if default in choices:  # AutoGluon tries a Categorical's first choice first
-        choices.remove(default)
-        choices.insert(0, default)
-    return space.Categorical(*choices)
+    # AutoGluon tries a Categorical's first choice first: the default, added where the table lacks it (the
+    # default batch_size "auto": the paper's 1,024-4,096 rows are GPU sizes)
+    return space.Categorical(default, *[c for c in entry[1:] if c != default])
 
 
-def maya_search_space(defaults: Dict[str, Any] | None = None) -> Dict[str, Any]:
-    """Table 12 as AutoGluon spaces, each starting from MAYA's CPU defaults so trial 1 is the default.
+def maya_search_space(defaults: Dict[str, Any] | None = None, problem_type: str | None = None) -> Dict[str, Any]:
+    """Table 12 as AutoGluon spaces, each starting from MAYA's default, so that trial 1 is the default.
 
-    Usage: ``hyperparameters={"MAYA": autogluon_maya.maya_search_space()}``.
+    ``defaults`` (a value per setting) moves a space's start.  Without ``problem_type`` the spaces whose default
+    depends on it (``num_branch``) start from binary's here and are marked, and ``MayaModel`` moves them to the
+    fit's problem type and recipe.  Usage: ``hyperparameters={"MAYA": autogluon_maya.maya_search_space()}``.
     """
-    from .defaults import DEFAULT_PARAMS, TASK_DEFAULTS
+    from .defaults import resolve_defaults
 
-    defaults = {**DEFAULT_PARAMS, **(defaults or {})}
-    # a space needs a concrete default; "auto" (task-dependent, see defaults.TASK_DEFAULTS) starts from the
-    # regression value, which is also the low end of the paper's range for num_branch
-    defaults = {k: TASK_DEFAULTS["regression"].get(k, v) if v == "auto" else v for k, v in defaults.items()}
-    return {name: _to_space(entry, defaults[name]) for name, entry in TABLE12.items()}
+    table = resolve_defaults(problem_type or "binary")
+    start = {**table, **(defaults or {})}
+    spaces = {}
+    for name, entry in TABLE12.items():
+        spaces[name] = _to_space(entry, start[name])
+        if problem_type is None and name not in (defaults or {}):
+            spaces[name].maya_table_default = True  # MayaModel._init_params restarts it at the fit's default
+    return spaces
 
 
 def round_hidden_size(hidden_size: int, num_heads: int) -> int:

@@ -110,7 +110,6 @@ def _or(*tests):
 
 
 _FLAG = ("True or False", _one_of(True, False))
-_ACTS = ("relu", "prelu", "gelu", "silu", "reglu")
 # every setting: (what it takes, its test)
 CHECKS = {
     **{k: ("an integer >= 1", _int(1)) for k in ("hidden_size", "num_heads", "num_branch", "num_layers",
@@ -120,8 +119,7 @@ CHECKS = {
     **{k: ("a number in [0, 1)", _real(0, 1, hi_open=True)) for k in ("dropout", "decoder_dropout")},
     **{k: _FLAG for k in ("add_act", "if_bias", "use_branch_weights", "decoder_if_bias", "qk_shared_weights",
                           "adaptive_threads")},
-    "act_type": ("'relu' or 'prelu'", _one_of("relu", "prelu")),
-    "decoder_act_type": (f"one of {_ACTS}", _one_of(*_ACTS)),
+    **{k: ("'relu' or 'prelu'", _one_of("relu", "prelu")) for k in ("act_type", "decoder_act_type")},
     "branch_momentum": ("a number in [0, 1]", _real(0, 1)),
     "weight_decay": ("a number >= 0", _real(0)),
     "batch_size": ("'auto' or an integer >= 2", _or(_one_of("auto"), _int(2))),

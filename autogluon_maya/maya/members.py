@@ -69,13 +69,15 @@ def resolve_parallel(setting, max_members: int, num_cpus: int, device_type: str,
     return max(1, min(parallel_wanted(setting), max_members, int(num_cpus)))
 
 
-# train_one(seed, budget, threads, reserve_passes, max_epochs or None) -> (network, summary as train_maya's)
-TrainOne = Callable[[int, object, int, int, Optional[int]], Tuple[object, dict]]
+# build(seed) -> network; train(network, seed, budget, threads, reserve_passes, max_epochs or None) -> summary
+# as train_maya's.  Networks are built in the calling thread: torch's global generator seeds their weights.
+Build = Callable[[int], object]
+Train = Callable[[object, int, object, int, int, Optional[int]], dict]
 MEMBER_KEYS = ("seed", "parallel", "started_at", "epochs", "best_epoch", "best_score", "stop_reason",
                "train_seconds", "seconds_to_best", "ensemble_score")
 
 
-def train_members(train_one: TrainOne, *, budget, max_members: int, parallel: int, num_cpus: int, seed: int,
+def train_members(build: Build, train: Train, *, budget, max_members: int, parallel: int, num_cpus: int, seed: int,
                   val_proba: Optional[Callable] = None, judge: Optional[Callable] = None,
                   replay: Optional[Sequence[Sequence[int]]] = None) -> Tuple[List[tuple], dict]:
     """Train up to ``max_members`` networks; returns the kept ones as (network, summary) and the fit's report.
@@ -98,9 +100,9 @@ def train_members(train_one: TrainOne, *, budget, max_members: int, parallel: in
     kept, probas, dropped, started_with = [], [], [], []
     stop, best = f"ensemble_members={len(seeds)}", None
 
-    def run(i: int, member_budget, threads: int, reserve_passes: int) -> tuple:
+    def run(i: int, network, member_budget, threads: int, reserve_passes: int) -> tuple:
         start = budget.elapsed()
-        network, summary = train_one(seeds[i], member_budget, threads, reserve_passes, epochs[i])
+        summary = train(network, seeds[i], member_budget, threads, reserve_passes, epochs[i])
         summary = {**summary, "seed": seeds[i], "started_at": start, "train_seconds": budget.elapsed() - start}
         at_best = [t for epoch, t, _ in summary["history"] if epoch == summary["best_epoch"]]
         summary["seconds_to_best"] = at_best[0] - start if at_best else summary["train_seconds"]
@@ -114,10 +116,11 @@ def train_members(train_one: TrainOne, *, budget, max_members: int, parallel: in
             logger.log(15, f"\tMAYA: members 1-{n} train in parallel, {threads} thread(s) each")
             started_with += [budget.remaining()] * n
             pair = budget.share(float("inf"))
+            networks = [build(seeds[j]) for j in range(n)]
 
             def in_pair(j: int) -> tuple:
                 try:
-                    return run(j, pair, threads, 1 if val_proba is not None else 0)
+                    return run(j, networks[j], pair, threads, 1 if val_proba is not None else 0)
                 except BaseException:
                     pair.limit = 0.0
                     raise
@@ -137,7 +140,7 @@ def train_members(train_one: TrainOne, *, budget, max_members: int, parallel: in
                     break
                 member_budget = budget.share(plan.seconds)
             started_with.append(member_budget.remaining())
-            results = [run(i, member_budget, num_cpus, 0)]
+            results = [run(i, build(seeds[i]), member_budget, num_cpus, 0)]
         failed = False
         for j, (network, summary) in enumerate(results, start=i):
             summary["parallel"] = len(results)

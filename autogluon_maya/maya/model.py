@@ -19,6 +19,8 @@ from .members import PARALLEL_MAX_ACTIVATION_BYTES, parallel_wanted, resolve_mem
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
 PREDICT_CHUNK_ROWS = 1024  # query rows per inference chunk (FittedMaya.predict_raw also caps the similarity block)
+FIT_OVERHEAD_BYTES = 140 * 2**20  # measured: 120-150 MiB for small one-block fits
+TORCH_IMPORT_BYTES = 200 * 2**20  # measured: ~180 MiB beside AutoGluon
 
 
 def activation_bytes(batch: int, n_features: int, hidden: int, layers: int, branches: int) -> int:
@@ -154,24 +156,26 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             def judge(proba):
                 return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=proba, metric=metric)
 
-        def train_one(member_seed, member_budget, threads, reserve_passes, max_epochs):
+        def build(member_seed):
             import torch
 
             torch.manual_seed(member_seed)
-            fitted = FittedMaya(MayaNetwork(**network_args)).to(device)
+            return FittedMaya(MayaNetwork(**network_args)).to(device)
+
+        def train(fitted, member_seed, member_budget, threads, reserve_passes, max_epochs):
             summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_t, y_target=y_t, sample_weight=w_t,
                                  loss_fn=loss_fn, params=p, device=device, budget=member_budget, seed=member_seed,
                                  val_score_fn=val_score_fn, max_epochs=max_epochs or p["max_epochs"],
                                  num_threads=threads, reserve_passes=reserve_passes)
             if summary["steps"] > 0 and not summary["context_fresh"]:  # the restored weights must encode it
                 fitted.set_context(x_num, x_cat, y_t)
-            return fitted, summary
+            return summary
 
         max_members = len(replay) if replay else resolve_members(p["ensemble_members"], time_limit)
         step_bytes = activation_bytes(p["batch_size"], network_args["n_num"] + len(network_args["cat_cardinalities"]),
                                       hidden, p["num_layers"], p["num_branch"])
         parallel = resolve_parallel(p["parallel_members"], max_members, num_cpus, device.type, step_bytes)
-        kept, self._fit_summary = train_members(train_one, budget=budget, max_members=max_members, parallel=parallel,
+        kept, self._fit_summary = train_members(build, train, budget=budget, max_members=max_members, parallel=parallel,
                                                 num_cpus=num_cpus, seed=seed, val_proba=val_proba, judge=judge,
                                                 replay=replay)
         self.model = FittedMayaMembers([f for f, _ in kept])
@@ -218,9 +222,14 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
     @classmethod
     def _estimate_memory_usage_static(cls, *, X: pd.DataFrame, hyperparameters: dict = None,
                                       problem_type: str = "binary", num_classes: int = 1, **kwargs) -> int:
-        """Peak host RAM of a fit beyond the process's own: data copies, the activations of one training batch
-        (two when a pair of members trains at once), the chunks that encode the context, the parameters with
-        AdamW's state and the best-epoch copy, and the inference similarity block."""
+        """Peak host RAM a fit adds to the process.  Fitted to measured peak-RSS increases (binary, 300-4,000
+        rows, 20-520 features, 1-3 MBA blocks, batch 32-512; the estimate is 1.1-1.6x each): a fixed part
+        (torch's thread pools and allocator, the encoder), and with more than one block the first block's full
+        attention and FFN over every token, which peaks in the eval-mode encoding of a 1,024-row context chunk
+        and accumulates over the blocks of a training batch (autograd).  A one-block encoder computes only the
+        [CLS] row.  Two members training at once double the network's part; torch's first import adds its own."""
+        import sys
+
         from .trainer import effective_batch_size
 
         hyperparameters = hyperparameters or {}
@@ -232,14 +241,15 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         n, f = len(X), max(1, X.shape[1])
         b = effective_batch_size(hp["batch_size"], n, auto_batch_rows(problem_type))
         d, L, br = int(hp["hidden_size"]), int(hp["num_layers"]), int(hp["num_branch"])
-        activ = activation_bytes(b, f, d, L, br)
-        if parallel_wanted(hp["parallel_members"]) > 1 and activ <= PARALLEL_MAX_ACTIVATION_BYTES:
-            activ *= 2  # two members may train at once
-        data = 4 * n * f * 6  # encoded copies, tensors, context encodings
-        context_chunks = 4 * min(1024, n) * (f + 1) * d * br * 12  # eval-mode encoding of up to 1,024 rows
-        params = 4 * 4 * (L * br * 4 * d * d + 2 * d * d * 3 + f * d * 2 + 64 * d * max(1, num_classes or 1))
-        sim = 4 * min(1 << 26, 1024 * n)
-        return int(data + activ + context_chunks + params + sim)
+        per_row = 4 * (f + 1) * d * br  # one branch-stacked token tensor of one row, float32
+        chunk = per_row * min(1024, n)
+        network = 0.8 * chunk if L == 1 else 13 * chunk + 20 * (L - 1) * per_row * b
+        if parallel_wanted(hp["parallel_members"]) > 1 \
+                and activation_bytes(b, f, d, L, br) <= PARALLEL_MAX_ACTIVATION_BYTES:
+            network *= 2  # two members may train at once
+        small = 4 * n * f * 6 + 4 * min(1 << 26, 1024 * n)  # data copies, the inference similarity block
+        return int(1.25 * (FIT_OVERHEAD_BYTES + network) + small
+                   + (0 if "torch" in sys.modules else TORCH_IMPORT_BYTES))
 
     @classmethod
     def _class_tags(cls):

@@ -13,6 +13,7 @@ from autogluon.core.utils.exceptions import TimeLimitExceeded
 
 from autogluon_maya import MayaModel
 from autogluon_maya.common.training import TimeBudget
+from autogluon_maya.maya.defaults import resolve_defaults
 from autogluon_maya.maya.network import MayaNetwork
 from autogluon_maya.maya.trainer import (FittedMaya, estimate_step_seconds, fit_batch_to_budget, make_loss,
                                          train_maya)
@@ -30,8 +31,7 @@ def test_a_step_too_slow_for_the_budget_is_never_started():
     torch.set_num_threads(1)
     x_num, x_cat, y = _data()
     net = MayaNetwork(n_num=8, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2, **HEAVY)
-    params = {"learning_rate": 1e-3, "weight_decay": 0.0, "patience": 5, "batch_size": 2048,
-              "use_branch_weights": True, "num_branch": 8, "branch_momentum": 0.9}
+    params = {**resolve_defaults("binary"), "patience": 5, "batch_size": 2048, "num_branch": 8}
     t0 = time.time()
     summary = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
                          loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
@@ -102,9 +102,8 @@ def _cadence_fit(validation_every, patience=4, max_epochs=12):
     x_num, x_cat, y = _data(n=256)
     net = MayaNetwork(n_num=8, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
                       hidden_size=16, num_heads=2, num_branch=1, num_layers=1)
-    params = {"learning_rate": 1e-3, "weight_decay": 0.0, "patience": patience, "batch_size": 32,
-              "use_branch_weights": False, "num_branch": 1, "branch_momentum": 0.9,
-              "validation_every": validation_every, "lr_scheduler": "none"}
+    params = {**resolve_defaults("binary", "paper"), "patience": patience, "batch_size": 32,
+              "use_branch_weights": False, "num_branch": 1, "validation_every": validation_every}
     return train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
                       loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
                       budget=TimeBudget(None), seed=0, max_epochs=max_epochs, val_score_fn=lambda f: 0.5)

@@ -1,10 +1,8 @@
-"""MAYA's settings: one table of defaults by problem type, the paper's recipe, and the checks of every setting.
+"""MAYA's settings: one table of defaults by problem type, the paper's recipe, and the check of every setting.
 
-``DEFAULT_PARAMS`` is the table: a value, or a ``ByType`` of four (binary, multiclass, regression, quantile).  The
-model, the network constructor, the search space and the memory estimate all read it through
-``resolve_defaults``; ``docs/maya.md`` gives the meaning of every row, which rows depart from the MAYA paper, and
-the measurements behind them.  ``recipe="paper"`` replaces the rows in ``PAPER``: one network trained as the paper
-trains it (quantile-normal inputs at scale 1, plain cross-entropy / MSE, constant rate, Table 12's batch sizes).
+``DEFAULT_PARAMS`` holds a value or a ``ByType`` (binary, multiclass, regression, quantile) per setting; the model,
+the network, the search space and the memory estimate read it through ``resolve_defaults``.  ``recipe="paper"``
+replaces the rows in ``PAPER``.  docs/maya.md: each setting's meaning, the departures from the paper, the evidence.
 """
 
 from __future__ import annotations
@@ -16,11 +14,7 @@ from typing import Any, Dict, NamedTuple
 PROBLEM_TYPES = ("binary", "multiclass", "regression", "quantile")
 
 
-class ByType(NamedTuple):
-    binary: Any
-    multiclass: Any
-    regression: Any
-    quantile: Any
+ByType = NamedTuple("ByType", [(t, Any) for t in PROBLEM_TYPES])
 
 
 def _cls_reg(classification, regression) -> ByType:
@@ -64,11 +58,10 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     "numeric_scale": ByType(1.0, 5.0, 1.0, 1.0),  # numeric token j = (s x_j) W_j + b_j
 }
 # what batch_size="auto" starts from, before a small table lowers it (trainer.effective_batch_size)
-AUTO_BATCH_ROWS = _cls_reg(128, 256)
-# recipe="paper": the paper's training of one network (Appendix B.2, D.1; FT-Transformer's protocol, which it
-# follows): quantile-normal numerics, no input scale, one network, no weight average, every epoch validated,
-# the smallest batch of Table 12.  The trainer reads the recipe for a constant learning rate and for weight
-# decay on weight matrices only.
+AUTO_BATCH_ROWS = _cls_reg(128, 256)._asdict()
+# recipe="paper": one network trained as the paper does (Appendix B.2, Table 12; FT-Transformer's protocol, which
+# it follows): quantile-normal inputs at scale 1, no weight average, every epoch validated, Table 12's smallest
+# batch; the trainer reads the recipe for a constant rate and weight decay on weight matrices only.
 PAPER: Dict[str, Any] = {"batch_size": 1024, "ensemble_members": 1, "parallel_members": 1, "ema_epochs": None,
                          "validation_every": 1, "numeric_transform": "quantile", "numeric_scale": 1.0}
 # set by a fit for refit_full, never by a user: [[seed, epochs], ...] of the kept members (members.train_members)
@@ -84,10 +77,6 @@ def resolve_defaults(problem_type: str, recipe: str = "default") -> Dict[str, An
     i = PROBLEM_TYPES.index(problem_type)
     values = {k: v[i] if isinstance(v, ByType) else v for k, v in DEFAULT_PARAMS.items()}
     return {**values, **(PAPER if recipe == "paper" else {}), "recipe": recipe}
-
-
-def auto_batch_rows(problem_type: str) -> int:
-    return AUTO_BATCH_ROWS[PROBLEM_TYPES.index(problem_type)]
 
 
 def _real(lo=-math.inf, hi=math.inf, lo_open=False, hi_open=False):
@@ -135,9 +124,8 @@ CHECKS = {
 
 
 def check_params(params: Dict[str, Any]) -> Dict[str, Any]:
-    """Every setting checked at once, at fit start: an unknown name or a bad value is an error naming it (a
-    numpy number from a search space is a number; bool is no number).  Returns the settings with numpy
-    numbers made Python numbers."""
+    """Every setting checked at fit start: an unknown name or a bad value is an error naming it.  Returns the
+    settings with numpy numbers (a search space's) made Python numbers; bool is no number."""
     unknown = sorted(set(params) - set(CHECKS) - {REPLAY_KEY})
     if unknown:
         raise ValueError(f"unknown MAYA setting(s) {unknown}; the settings are {sorted(CHECKS)} (docs/maya.md)")

@@ -1,16 +1,13 @@
 """Ensemble members: how many networks a fit trains, how many at once, how the time is shared, which are kept.
-
-``train_members`` is the member loop ``MayaModel._fit`` calls.  It sees a callable that trains one network, a
-budget and, with validation data, the members' probabilities and the score that judges their average; nothing
-of AutoGluon's data handling, so its rules run in tests on a clock of the test's own.
+``train_members`` is the member loop of ``MayaModel._fit``; it sees callables that build and train one network,
+so its rules run in tests on a clock of the test's own.
 """
 
 from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -18,20 +15,14 @@ logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
 AUTO_MEMBERS = 3  # ensemble_members="auto" with a time limit; six members scored no better (satimage, 0.8920)
 MEMBER_SEED_STRIDE = 7919  # member i's seed: the fit's seed + i x this stride
-# A further member needs this many times the first member's time to its best epoch (what came after it was early
-# stopping's patience); one cut shorter mostly adds noise to the average.
-MEMBER_TIME = 1.1
-# Members train at once only while a network is this small (activations of one training batch): its step is then
-# many small kernels that a second thread barely speeds up; a larger network's few big matmuls run ~2x faster on
-# two threads, so two members at once would each train at half speed for no gain.
+MEMBER_TIME = 1.1  # x the first member's time to its best epoch: what a further member needs (plan_further_members)
+# Members train at once only while a network's training batch is this small: its step is then many small kernels
+# that a second thread barely speeds up; a larger one's big matmuls run ~2x faster on two threads.
 PARALLEL_MAX_ACTIVATION_BYTES = 256 * 2**20
 
 
-@dataclass(frozen=True)
-class MemberPlan:
-    further: int  # members the time left holds (0: none); only the next one is started on this plan
-    seconds: float  # the training time share of the next member (its validation pass excluded)
-    reason: str  # for the log and the fit summary
+# further: members the time left holds (only the next starts on this plan); seconds: the next one's training share
+MemberPlan = NamedTuple("MemberPlan", [("further", int), ("seconds", float), ("reason", str)])
 
 
 def plan_further_members(*, time_left: float, validation_seconds: Optional[float], first_seconds_to_best: float,
@@ -69,10 +60,9 @@ def resolve_parallel(setting, max_members: int, num_cpus: int, device_type: str,
     return max(1, min(parallel_wanted(setting), max_members, int(num_cpus)))
 
 
-# build(seed) -> network; train(network, seed, budget, threads, reserve_passes, max_epochs or None) -> summary
-# as train_maya's.  Networks are built in the calling thread: torch's global generator seeds their weights.
-Build = Callable[[int], object]
-Train = Callable[[object, int, object, int, int, Optional[int]], dict]
+# build(seed) -> network, in the calling thread (torch's global generator seeds the weights); train(network, seed,
+# budget, threads, reserve_passes, max_epochs or None) -> a summary as train_maya's
+Build, Train = Callable[[int], object], Callable[[object, int, object, int, int, Optional[int]], dict]
 MEMBER_KEYS = ("seed", "parallel", "started_at", "epochs", "best_epoch", "best_score", "stop_reason",
                "train_seconds", "seconds_to_best", "ensemble_score")
 
@@ -82,15 +72,13 @@ def train_members(build: Build, train: Train, *, budget, max_members: int, paral
                   replay: Optional[Sequence[Sequence[int]]] = None) -> Tuple[List[tuple], dict]:
     """Train up to ``max_members`` networks; returns the kept ones as (network, summary) and the fit's report.
 
-    - The first ``parallel`` members train at once, in threads of ``num_cpus // parallel`` torch threads each, on
-      one shared budget: a member that fails ends it, so that the other stops at its next step.  Each keeps one
-      validation pass back for its scoring after the pair.
-    - With a time limit, the plan is made again before each further member from the time then left: a member
-      that early-stops leaves time for another (``plan_further_members``).  Each trains to the end of its share.
-    - With ``val_proba`` (a network's validation probabilities) a further member is kept only if ``judge`` (higher
-      is better) of the average with it is not lower than without; the next member still trains in its share.
-    - ``replay`` ([[seed, epochs], ...], refit_full): exactly those members, each for its own epoch count.
-    """
+    - The first ``parallel`` members train at once, ``num_cpus // parallel`` torch threads each, on one shared
+      budget: a member that fails ends it for the other.  Each keeps a validation pass back for its scoring.
+    - With a time limit the plan is made again before each further member from the time then left
+      (``plan_further_members``); each trains to the end of its share.
+    - With ``val_proba``, a further member is kept only if ``judge`` (higher is better) of the average with it is
+      not lower than without; the next member still trains.
+    - ``replay`` ([[seed, epochs], ...], refit_full): exactly those members, each for its own epoch count."""
     from autogluon.core.utils.exceptions import TimeLimitExceeded
 
     from ..common.training import torch_threads

@@ -13,7 +13,7 @@ from autogluon.core.hpo.constants import RAY_BACKEND
 from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorchModel
 
 from ..common.ag_model import TorchPluginMixin, param_value
-from .defaults import REPLAY_KEY, auto_batch_rows, check_params, resolve_defaults
+from .defaults import AUTO_BATCH_ROWS, REPLAY_KEY, check_params, resolve_defaults
 from .members import PARALLEL_MAX_ACTIVATION_BYTES, parallel_wanted, resolve_members, resolve_parallel, train_members
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
@@ -30,21 +30,16 @@ def activation_bytes(batch: int, n_features: int, hidden: int, layers: int, bran
 
 
 class MayaModel(TorchPluginMixin, AbstractTorchModel):
-    """MAYA: multi-branch-attention encoder + inter-instance-attention decoder, trained per dataset.
-
-    Hyperparameters: ``autogluon_maya.maya.defaults.DEFAULT_PARAMS``; reference in docs/maya.md.
-    """
+    """MAYA, trained per dataset; settings: ``defaults.DEFAULT_PARAMS``, described in docs/maya.md."""
 
     ag_key = "MAYA"
     ag_name = "Maya"
     ag_priority = 70
     seed_name = "random_seed"
     _supported_problem_types = [BINARY, MULTICLASS, REGRESSION, QUANTILE]
-    # One token per feature and attention over them: a 457-column table (1.1k rows, 180 s on 2 cores) ran
-    # a dozen epochs and ended near the majority rate.  Wider tables are declined up front (AutoGluon
-    # logs the reason and fits the other models); raise it with ag_args_fit={"ag.max_features": N}.
-    # AutoGluon's text n-gram / text-as-category features are left out, as its own NN_TORCH does: ~57 sparse
-    # count columns from one noise text column drowned a bool-XOR-date signal (accuracy 0.96 -> 0.53).
+    # One token per feature: a 457-column table ended near the majority rate in 180 s on 2 cores, so wider tables
+    # are declined up front (ag_args_fit={"ag.max_features": N} raises the cap).  Text n-gram features are left
+    # out, as NN_TORCH does: ~57 sparse count columns of one noise text drowned a signal (accuracy 0.96 -> 0.53).
     _default_auxiliary_params_extra = {"valid_raw_types": [R_BOOL, R_INT, R_FLOAT, R_CATEGORY],
                                        "ignored_type_group_special": [S_TEXT_NGRAM, S_TEXT_AS_CATEGORY],
                                        "max_features": 300}
@@ -58,8 +53,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         self._fit_summary: Dict = {}
 
     # ---- hyperparameters ----------------------------------------------------------------
-    def _table(self) -> dict:
-        """The table's defaults for this problem type and the recipe the user chose."""
+    def _table(self) -> dict:  # the table's defaults for this problem type and the user's recipe
         return resolve_defaults(self.problem_type, (self._user_params or {}).get("recipe", "default"))
 
     def _set_default_params(self):
@@ -102,10 +96,12 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
     def _fit(self, X: pd.DataFrame, y: pd.Series, X_val: Optional[pd.DataFrame] = None,
              y_val: Optional[pd.Series] = None, time_limit: Optional[float] = None, num_cpus: int = 1,
              num_gpus: float = 0, sample_weight: Optional[np.ndarray] = None, verbosity: int = 2, **kwargs):
+        from autogluon.core.utils.exceptions import NoValidFeatures
+
         from ..common.preprocessing import TargetScaler
         from ..common.training import TimeBudget, to_tensors
-        from .search_space import round_hidden_size
         from .network import NETWORK_KEYS, MayaNetwork
+        from .search_space import round_hidden_size
         from .trainer import FittedMaya, FittedMayaMembers, effective_batch_size, make_loss, train_maya
 
         budget = TimeBudget(time_limit)
@@ -114,55 +110,31 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         p.pop(self.seed_name, None)
         replay = p.pop(REPLAY_KEY, None)  # refit_full: the members the fit kept
         p = check_params(p)
-        hidden = round_hidden_size(p["hidden_size"], p["num_heads"])
-        if hidden != p["hidden_size"]:
-            logger.log(15, f"\tMAYA: hidden_size {p['hidden_size']} -> {hidden} (multiple of num_heads)")
         enc = self.preprocess(X, is_train=True)
         if enc.x_num.shape[1] + enc.x_cat.shape[1] == 0:
-            from autogluon.core.utils.exceptions import NoValidFeatures
             raise NoValidFeatures("MAYA received no usable features")
-        kind = "class" if self.problem_type in (BINARY, MULTICLASS) else self.problem_type
-        if kind == "class":
-            y_t = np.asarray(y, dtype=np.int64)
-        else:
+        p.update(hidden_size=round_hidden_size(p["hidden_size"], p["num_heads"]),
+                 batch_size=effective_batch_size(p["batch_size"], len(enc), AUTO_BATCH_ROWS[self.problem_type]))
+        classification = self.problem_type in (BINARY, MULTICLASS)
+        if not classification:
             self._target_scaler = TargetScaler(y)
-            y_t = self._target_scaler.transform(y)
-        p.update(hidden_size=hidden, batch_size=effective_batch_size(p["batch_size"], len(enc),
-                                                                      auto_batch_rows(self.problem_type)))
-        x_num, x_cat, y_t = to_tensors([enc.x_num, enc.x_cat, y_t], device)
+        y_np = np.asarray(y, dtype=np.int64) if classification else self._target_scaler.transform(y)
+        x_num, x_cat, y_t = to_tensors([enc.x_num, enc.x_cat, y_np], device)
         w_t = None if sample_weight is None else to_tensors([np.asarray(sample_weight, np.float32)], device)[0]
-        out_dim = {"class": self.num_classes, REGRESSION: 1}.get(kind) or len(self.quantile_levels)
-        network_args = dict(n_num=enc.x_num.shape[1], cat_cardinalities=self._encoder.cat_cardinalities,
-                            out_dim=out_dim, label_kind="class" if kind == "class" else "real",
-                            num_classes=self.num_classes or 0, **{k: p[k] for k in NETWORK_KEYS})
-        loss_fn = make_loss(kind, self.quantile_levels)
-        val_proba = judge = val_score_fn = None
-        if X_val is not None and len(X_val):
-            val_enc = self.preprocess(X_val)
-            vx_num, vx_cat = to_tensors([val_enc.x_num, val_enc.x_cat], device)
-            y_val_np = np.asarray(y_val)
+        net_args = dict(n_num=enc.x_num.shape[1], cat_cardinalities=self._encoder.cat_cardinalities,
+                        out_dim=self.num_classes if classification else len(self.quantile_levels or [None]),
+                        label_kind="class" if classification else "real", num_classes=self.num_classes or 0,
+                        **{k: p[k] for k in NETWORK_KEYS})
+        loss_fn = make_loss("class" if classification else self.problem_type, self.quantile_levels)
+        val_proba, val_score_fn, judge = self._validation_scorers(X_val, y_val, device)
 
-            def val_proba(f):
-                return self._raw_to_proba(f.predict_raw(vx_num, vx_cat, PREDICT_CHUNK_ROWS))
-
-            def val_score_fn(f):  # the trainer has just refreshed f's context
-                return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=val_proba(f), metric=self.stopping_metric)
-
-            # A further member is judged by log loss for classification: a proper score moves with every row's
-            # confidence; accuracy on 1,030 rows dropped a member for one row.
-            from autogluon.core.metrics import log_loss
-            metric = log_loss if kind == "class" else self.stopping_metric
-
-            def judge(proba):
-                return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=proba, metric=metric)
-
-        def build(member_seed):
+        def build(member_seed: int):
             import torch
 
             torch.manual_seed(member_seed)
-            return FittedMaya(MayaNetwork(**network_args)).to(device)
+            return FittedMaya(MayaNetwork(**net_args)).to(device)
 
-        def train(fitted, member_seed, member_budget, threads, reserve_passes, max_epochs):
+        def train(fitted, member_seed, member_budget, threads, reserve_passes, max_epochs) -> dict:
             summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_t, y_target=y_t, sample_weight=w_t,
                                  loss_fn=loss_fn, params=p, device=device, budget=member_budget, seed=member_seed,
                                  val_score_fn=val_score_fn, max_epochs=max_epochs or p["max_epochs"],
@@ -172,22 +144,46 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             return summary
 
         max_members = len(replay) if replay else resolve_members(p["ensemble_members"], time_limit)
-        step_bytes = activation_bytes(p["batch_size"], network_args["n_num"] + len(network_args["cat_cardinalities"]),
-                                      hidden, p["num_layers"], p["num_branch"])
+        step_bytes = activation_bytes(p["batch_size"], enc.x_num.shape[1] + enc.x_cat.shape[1], p["hidden_size"],
+                                      p["num_layers"], p["num_branch"])
         parallel = resolve_parallel(p["parallel_members"], max_members, num_cpus, device.type, step_bytes)
-        kept, self._fit_summary = train_members(build, train, budget=budget, max_members=max_members, parallel=parallel,
-                                                num_cpus=num_cpus, seed=seed, val_proba=val_proba, judge=judge,
-                                                replay=replay)
-        self.model = FittedMayaMembers([f for f, _ in kept])
-        s = self._fit_summary
+        kept, s = train_members(build, train, budget=budget, max_members=max_members, parallel=parallel,
+                                num_cpus=num_cpus, seed=seed, val_proba=val_proba, judge=judge, replay=replay)
+        self.model, self._fit_summary = FittedMayaMembers([f for f, _ in kept]), s
         # refit_full (all rows, no validation) replays the kept members: their seeds, each its own best epoch,
         # the batch and width trained here, and the weight average only where it won this fit's validation
         self.params_trained.update({
             REPLAY_KEY: [[m["seed"], max(1, m["best_epoch"])] for _, m in kept], "ensemble_members": len(kept),
-            "hidden_size": hidden, "batch_size": s["batch_size"],
+            "hidden_size": p["hidden_size"], "batch_size": s["batch_size"],
             "ema_epochs": None if s["best_is_average"] is False else p["ema_epochs"]})
         logger.log(15, f"\tMAYA trained {s['epochs']} epochs (best {s['best_epoch']}, batch {s['batch_size']}, "
                        f"stop: {s['stop_reason']}), threads chosen {s['threads']}; {len(kept)} member(s)")
+
+    def _validation_scorers(self, X_val, y_val, device):
+        """(validation probabilities of a network, its stopping-metric score, the judge of an average of
+        members), or Nones without validation data.  Members are judged by log loss for classification: a proper
+        score moves with every row's confidence, where accuracy on 1,030 rows dropped a member for one row."""
+        if X_val is None or not len(X_val):
+            return None, None, None
+        from autogluon.core.metrics import log_loss
+
+        from ..common.training import to_tensors
+
+        enc = self.preprocess(X_val)
+        vx_num, vx_cat = to_tensors([enc.x_num, enc.x_cat], device)
+        y_val = np.asarray(y_val)
+        judge_metric = log_loss if self.problem_type in (BINARY, MULTICLASS) else self.stopping_metric
+
+        def proba(f):
+            return self._raw_to_proba(f.predict_raw(vx_num, vx_cat, PREDICT_CHUNK_ROWS))
+
+        def score(f):  # the trainer has just refreshed f's context
+            return self.score_with_y_pred_proba(y=y_val, y_pred_proba=proba(f), metric=self.stopping_metric)
+
+        def judge(p):
+            return self.score_with_y_pred_proba(y=y_val, y_pred_proba=p, metric=judge_metric)
+
+        return proba, score, judge
 
     # ---- predict ------------------------------------------------------------------------
     def _raw_to_proba(self, raw) -> np.ndarray:
@@ -233,13 +229,11 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         from .trainer import effective_batch_size
 
         hyperparameters = hyperparameters or {}
-        if problem_type not in (BINARY, MULTICLASS, REGRESSION, QUANTILE):
-            problem_type = BINARY if (num_classes or 1) == 2 else (MULTICLASS if (num_classes or 1) > 2 else REGRESSION)
         table = resolve_defaults(problem_type, param_value(hyperparameters, "recipe")
                                  if "recipe" in hyperparameters else "default")
         hp = {k: param_value(hyperparameters, k) if k in hyperparameters else v for k, v in table.items()}
         n, f = len(X), max(1, X.shape[1])
-        b = effective_batch_size(hp["batch_size"], n, auto_batch_rows(problem_type))
+        b = effective_batch_size(hp["batch_size"], n, AUTO_BATCH_ROWS[problem_type])
         d, L, br = int(hp["hidden_size"]), int(hp["num_layers"]), int(hp["num_branch"])
         per_row = 4 * (f + 1) * d * br  # one branch-stacked token tensor of one row, float32
         chunk = per_row * min(1024, n)

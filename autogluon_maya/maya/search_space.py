@@ -1,10 +1,6 @@
 """MAYA's hyperparameter search space, the MAYA paper's Table 12 (Appendix D.1), as AutoGluon spaces.
-
-``TABLE12`` states the table as plain data, entry by entry as printed (``../shared/papers/maya_paper.txt``);
-``maya_search_space()`` turns it into ``autogluon.common.space`` objects.  The paper tuned on GPUs: on a
-CPU, a sampled 16 layers x batch 4,096 is shrunk or skipped by the trainer's time check (logged), and
-AutoGluon's memory check skips what cannot fit in RAM.
-"""
+``TABLE12`` is the table as printed.  The paper tuned on GPUs: on a CPU a sampled 16 layers x batch 4,096 is
+shrunk or skipped by the trainer's time check, and AutoGluon's memory check skips what cannot fit in RAM."""
 
 from __future__ import annotations
 
@@ -52,12 +48,9 @@ def _to_space(entry: tuple, default: Any):
 
 
 def maya_search_space(defaults: Dict[str, Any] | None = None, problem_type: str | None = None) -> Dict[str, Any]:
-    """Table 12 as AutoGluon spaces, each starting from MAYA's default, so that trial 1 is the default.
-
-    ``defaults`` (a value per setting) moves a space's start.  Without ``problem_type`` the spaces whose default
-    depends on it (``num_branch``) start from binary's here and are marked, and ``MayaModel`` moves them to the
-    fit's problem type and recipe.  Usage: ``hyperparameters={"MAYA": autogluon_maya.maya_search_space()}``.
-    """
+    """Table 12 as AutoGluon spaces starting at MAYA's default, so that trial 1 is the default; ``defaults``
+    moves a space's start.  Without ``problem_type`` the spaces not moved are marked, and ``MayaModel`` restarts
+    them at the default of the fit's problem type and recipe.  ``hyperparameters={"MAYA": maya_search_space()}``."""
     from .defaults import resolve_defaults
 
     table = resolve_defaults(problem_type or "binary")

@@ -1,9 +1,6 @@
-"""Training and cached inference for MAYA, independent of AutoGluon's wrapper.
-
-``FittedMaya`` holds the network plus the cached context (encoder outputs of every training row,
-their per-IAIL-block key projections and label embeddings) as buffers, so ``.to(device)`` and
-pickling move everything together, and a model trained on GPU loads on CPU.
-"""
+"""Training and cached inference for MAYA, independent of AutoGluon's wrapper.  ``FittedMaya`` keeps the
+network with its inference context (key projections and label embeddings of every training row) as buffers,
+so ``.to(device)`` and pickling move them together and a model trained on GPU loads on CPU."""
 
 from __future__ import annotations
 
@@ -53,10 +50,7 @@ class FittedMaya(nn.Module):
 
     @torch.no_grad()
     def set_context(self, x_num: torch.Tensor, x_cat: torch.Tensor, y: torch.Tensor, chunk: int = 1024):
-        """Encode every context row once; queries then only run the encoder on themselves.
-
-        Returns the row encodings (the training memory reuses them) without keeping them: only the
-        key projections and label embeddings are needed for prediction and saved with the model."""
+        """Encode every context row once (Eq. 14); queries then run the encoder on themselves only."""
         self.net.eval()
         enc = torch.cat([self.net.encode(x_num[s:s + chunk], x_cat[s:s + chunk]).float()
                          for s in range(0, len(x_num), chunk)])
@@ -71,11 +65,8 @@ class FittedMaya(nn.Module):
 
     @torch.no_grad()
     def predict_raw(self, x_num: torch.Tensor, x_cat: torch.Tensor, chunk_size: int = 1024) -> torch.Tensor:
-        """Raw outputs (logits / standardized values) for queries, in chunks.
-
-        Memory is O(chunk x context_size); the chunk shrinks for large contexts so the similarity
-        matrix stays under ~64M entries.
-        """
+        """Raw outputs (logits / standardized values) in query chunks; the chunk shrinks for large contexts so
+        that the similarity block stays under ~64M entries."""
         self.net.eval()
         keys = [getattr(self, f"ctx_keys_{i}") for i in range(self.n_keys)]
         chunk = max(1, min(chunk_size, (1 << 26) // max(1, self.context_size)))
@@ -108,13 +99,9 @@ MAX_VALIDATION_EVERY = 4
 
 
 def validation_cadence(setting, validation_seconds: float, epoch_train_seconds: float) -> int:
-    """Epochs between validation passes.
-
-    A pass encodes every training row (IAIL's context) and then the validation rows: about half an epoch's
-    training time on a CPU, so validating after every epoch would spend a third of a budget on scoring.
-    ``"auto"`` validates every k epochs, k the smallest that keeps validation under
-    ``VALIDATION_SHARE`` of training time (at most ``MAX_VALIDATION_EVERY``); an int is used as given
-    (1 = every epoch).  Patience and the LR plateau still count epochs."""
+    """Epochs between validation passes (each encodes every training row as IAIL's context, about half an
+    epoch on a CPU).  ``"auto"``: the smallest k <= ``MAX_VALIDATION_EVERY`` keeping validation under
+    ``VALIDATION_SHARE`` of the training time; an int as given.  Patience and the plateau still count epochs."""
     if setting not in (None, "auto"):
         return max(1, int(setting))
     if not validation_seconds or not epoch_train_seconds or epoch_train_seconds <= 0:
@@ -124,38 +111,32 @@ def validation_cadence(setting, validation_seconds: float, epoch_train_seconds: 
 
 
 def effective_batch_size(batch_size, n: int, auto_rows: int) -> int:
-    """The batch size a fit uses on ``n`` training rows.
-
-    An int is used as given, capped only by ``n``: the batch is also IAIL's training context (the paper trains
-    with batches of 1,024-4,096 rows).  ``"auto"`` takes ``auto_rows`` (``defaults.AUTO_BATCH_ROWS``), lowered
-    on small tables so that an epoch has at least ``MIN_STEPS_PER_EPOCH`` optimizer steps (never below 32 rows):
-    early stopping counts epochs, and an epoch of one step would give up after ``patience`` steps.
-    """
+    """The batch a fit uses on ``n`` rows.  An int as given, capped by ``n`` (the batch is also IAIL's training
+    context; the paper's are 1,024-4,096 rows).  ``"auto"``: ``auto_rows`` (``defaults.AUTO_BATCH_ROWS``), lowered
+    on small tables to keep ``MIN_STEPS_PER_EPOCH`` steps an epoch (never below 32): patience counts epochs."""
     if batch_size == "auto":
         return max(2, min(int(auto_rows), max(32, n // MIN_STEPS_PER_EPOCH), n))
     return max(2, min(int(batch_size), n))
 
 
 def parameter_groups(net: nn.Module, weight_decay: float, matrices_only: bool) -> List[dict]:
-    """AdamW groups.  ``matrices_only`` (the ``paper`` recipe, as FT-Transformer, which MAYA follows)
-    decays the weight matrices of linear maps only: no decay for LayerNorms, biases, embeddings, the
-    feature tokenizer, [CLS] or PReLU slopes, which weight decay would pull towards zero for no reason."""
+    """AdamW groups.  ``matrices_only`` (the paper recipe, as FT-Transformer) decays the weight matrices of
+    linear maps only, not LayerNorms, biases, embeddings, the tokenizer, [CLS] or PReLU slopes."""
     if not matrices_only:
         return [{"params": [q for q in net.parameters() if q.requires_grad], "weight_decay": weight_decay}]
     decay, no_decay = [], []
     for name, q in net.named_parameters():
         if not q.requires_grad:
             continue
-        is_matrix = q.ndim >= 2 and not name.startswith(("tokenizer.", "label_embedding."))
+        # (the branch-stacked output bias of an MBA block is 2-D but a bias)
+        is_matrix = q.ndim >= 2 and not name.endswith("bias") and not name.startswith(("tokenizer.", "label_embedding."))
         (decay if is_matrix else no_decay).append(q)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
 class _Clock:
-    """Running estimates of a step's and of a validation pass's duration, so that no costly step starts
-    when it cannot end inside the budget.  The step estimate is 1.5x the median of the last 8 steps: a
-    maximum would stay poisoned by the slow steps of a thread-count probe on a loaded machine (it once
-    reserved 13 s of a 20 s fit for an encoding that took 1 s)."""
+    """Running estimates of a step's and a validation pass's duration, so that no step starts that cannot end in
+    the budget.  A step is 1.5x the median of the last 8 (a maximum would keep a slow thread-count probe's step)."""
 
     def __init__(self):
         self.recent: List[float] = []
@@ -169,8 +150,7 @@ class _Clock:
         self.recent = (self.recent + [seconds])[-8:]
 
     def encode_estimate(self, n: int, batch_size: int) -> float:
-        """Seconds to encode ``n`` context rows: measured after the first validation pass, before that
-        a forward pass is taken as half a training step per batch (forward + backward ~ 3 forwards)."""
+        """Seconds to encode ``n`` rows: measured by the last validation pass, or half a step per batch before."""
         if self.validation is not None:
             return self.validation
         return 0.5 * self.step * max(1.0, n / max(1, batch_size))
@@ -179,14 +159,11 @@ class _Clock:
 @torch.no_grad()
 def estimate_step_seconds(net: MayaNetwork, x_num, x_cat, y_label, batch_size: int, remaining: float = float("inf"),
                           min_steps: int = MIN_STEPS_PER_EPOCH) -> float:
-    """A training step's duration at ``batch_size``, from timed forward passes on 2 and 16 rows (a line
-    through both, x3 for the backward pass), after one untimed warm-up pass (a fresh process's first
-    call pays one-off set-up costs: with it, a 2-row probe once put a default step at 41 s).  If the
-    2-row pass alone shows that ``min_steps`` steps cannot fit in ``remaining``, the 16-row pass is
-    skipped.  It exists so that a configuration whose single step would outlast the budget (16 layers x
-    batch 4,096 x 8 branches on a CPU) is never started.  The passes run on one thread: an upper bound
-    of the step time once ``AdaptiveThreads`` picks the faster count, and immune to the spin-waiting that
-    made 2-thread probes on a loaded machine estimate a 256-row step at 61 s."""
+    """A training step's duration at ``batch_size``: a line through timed forward passes on 2 and 16 rows,
+    x3 for the backward pass, after an untimed warm-up (a fresh process's first pass pays one-off costs).  The
+    16-row pass is skipped when the 2-row one already decides whether ``min_steps`` steps fit in ``remaining``.  It
+    keeps a configuration whose single step outlasts the budget (16 layers x batch 4,096 on a CPU) from starting.
+    One thread: an upper bound once ``AdaptiveThreads`` picks, and immune to spin-waiting on a loaded machine."""
     was_training = net.training
     net.train()
 
@@ -232,13 +209,9 @@ def fit_batch_to_budget(batch_size: int, step_seconds: float, remaining: float, 
 
 class WeightAverage:
     """An exponential moving average of the weights, validated beside the live weights (the better is kept).
-
-    The horizon is given in epochs, not as a per-step decay, so that it means the same on a 300-row
-    table (8 steps per epoch) and a 20k-row one (80).  Early in training the decay is lowered,
-    ``min(decay, (1 + t) / (10 + t))``, so the average does not drag the random initialisation along.
-    Torch's ``AveragedModel`` does the bookkeeping (buffers, such as the branch weights, are averaged
-    too); only the decay schedule is ours.  An update costs ~1 % of a training step at the default size.
-    """
+    The horizon is in epochs, so that it means the same on any table size; early on the decay is lowered to
+    ``(1 + t) / (10 + t)`` so that the average does not drag the initialisation along.  Torch's ``AveragedModel``
+    keeps the books (buffers, such as the branch weights, are averaged too)."""
 
     def __init__(self, net: nn.Module, horizon_epochs: float, steps_per_epoch: int):
         from torch.optim.swa_utils import AveragedModel
@@ -276,17 +249,13 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
                val_score_fn: Optional[Callable[[FittedMaya], float]] = None,
                max_epochs: int, log_every: int = 10, num_threads: Optional[int] = None,
                reserve_passes: int = 0) -> dict:
-    """AdamW training with early stopping on ``val_score_fn`` (higher is better) and best-epoch restore.
+    """AdamW training, early stopping on ``val_score_fn`` (higher is better), best-epoch restore.
 
-    ``params``: the checked settings (``defaults.check_params``), ``batch_size`` an int.  Tensors are already on
-    ``device``.  Returns a summary: epochs run, best epoch, etc., and ``context_fresh``: whether ``fitted``'s
-    context was encoded with the weights it ends with (then the caller need not encode it again).  The budget
-    is checked before every step, every context encoding and every validation pass, against their measured
-    durations.  Raises nothing on timeout: it stops and keeps the best (or last) weights, leaving the caller to
-    raise only if not a single step could run.  ``num_threads`` > 1 on CPU lets ``AdaptiveThreads`` pick 1 or
-    that many.  ``reserve_passes``: validation passes the caller runs after training (scoring the members of a
-    parallel pair), kept out of the budget besides the final context encoding.
-    """
+    ``params``: checked settings (``defaults.check_params``), ``batch_size`` an int; tensors on ``device``.  The
+    budget is checked before every step, encoding and validation pass against their measured durations; on time
+    it stops and keeps the best (or last) weights.  ``num_threads`` > 1 on CPU lets ``AdaptiveThreads`` pick 1 or
+    that many.  ``reserve_passes``: passes the caller runs after training, kept out of the budget.  The summary's
+    ``context_fresh``: whether the context was encoded with the weights ``fitted`` ends with."""
     net = fitted.net
     paper = params["recipe"] == "paper"
     groups = parameter_groups(net, params["weight_decay"], matrices_only=paper)
@@ -325,12 +294,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
         batch_size, why = fit_batch_to_budget(batch_size, est, budget.remaining(), min_steps)
     if why:
         logger.log(20, f"\tMAYA: {why}")
-    if batch_size == 0:
-        return {"steps": 0, "epochs": 0, "best_epoch": 0, "best_score": None, "epoch_time": 0.0,
-                "history": [], "final_lr": params["learning_rate"], "batch_size": 0, "stop_reason": why,
-                "context_fresh": False, "step_seconds": None, "validation_seconds": None, "threads": [],
-                "best_is_average": None}
-    ema_epochs = params["ema_epochs"]
+    ema_epochs = params["ema_epochs"] if batch_size else None
     best_is_average = None  # with an average: whether the kept weights are the average (refit_full replays it)
     weight_avg = WeightAverage(net, float(ema_epochs), int(np.ceil(n / batch_size))) if ema_epochs else None
     clock = _Clock()
@@ -338,7 +302,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     every, last_validated, epoch_train_s = 1, 0, 0.0  # validation cadence (see validation_cadence)
     history = []  # (epoch, seconds since fit start, validation score)
     context_epoch = None  # the epoch whose weights encoded fitted's current context
-    stop_reason = "max_epochs"
+    stop_reason = "max_epochs" if batch_size else why  # batch 0: no step fits in the budget
 
     def kept_back() -> float:
         """Seconds held back from training: the final context encoding, plus the caller's passes after it."""
@@ -387,7 +351,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     # this member's dropout masks come from its own generator: members trained in parallel threads must
     # not draw from one shared stream (see network.dropout_generator)
     with dropout_generator(torch.Generator().manual_seed(int(seed))):
-        for epoch in range(1, max_epochs + 1):
+        for epoch in range(1, max_epochs + 1 if batch_size else 1):
             # keep time for the context encoding that follows training when the restored weights need it
             reserve = kept_back()
             if epoch_time and budget.remaining() < epoch_time + reserve:

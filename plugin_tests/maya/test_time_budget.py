@@ -130,3 +130,34 @@ def test_auto_cadence_keeps_validation_a_small_share_of_the_time():
         assert val_s / k <= VALIDATION_SHARE * train_s * (1 + 1e-9) or k == MAX_VALIDATION_EVERY, (val_s, train_s, k)
         assert k == 1 or val_s / (k - 1) > VALIDATION_SHARE * train_s, (val_s, train_s, k)  # smallest such k
     assert validation_cadence("auto", 100.0, 1.0) == MAX_VALIDATION_EVERY
+
+
+@pytest.mark.parametrize("adaptive, given, want", [(True, 2, 2), (False, 2, 1)])
+def test_the_trainer_picks_its_threads_through_adaptive_threads(monkeypatch, adaptive, given, want):
+    """``adaptive_threads`` reaches the trainer: with it the thread choice of every step is AdaptiveThreads'
+    between 1 and the threads given; without it one fixed thread (bit-for-bit repeatable)."""
+    from autogluon_maya.maya import trainer
+
+    made = []
+
+    class Recorder:
+        def __init__(self, max_threads):
+            self.max_threads, self.calls, self.history = max_threads, [], []
+            made.append(self)
+
+        def before_step(self, allow_probe=True):
+            self.calls.append("before")
+
+        def after_step(self):
+            self.calls.append("after")
+
+    monkeypatch.setattr(trainer, "AdaptiveThreads", Recorder)
+    x_num, x_cat, y = _data(n=48)
+    net = MayaNetwork(n_num=8, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
+                      hidden_size=8, num_heads=2, num_layers=1)
+    params = {**resolve_defaults("binary"), "batch_size": 16, "adaptive_threads": adaptive}
+    summary = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
+                         loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
+                         budget=TimeBudget(None), seed=0, max_epochs=2, num_threads=given)
+    assert [r.max_threads for r in made] == [want]
+    assert summary["steps"] == 6 and made[0].calls == ["before", "after"] * 6

@@ -119,9 +119,9 @@ def train_members(build: Build, train: Train, *, budget, max_members: int, paral
             member_budget = budget
             if i > 0 and budget.limit is not None and not replay:
                 first = kept[0][1]
-                plan = plan_further_members(time_left=budget.remaining(), validation_seconds=first["validation_seconds"],
-                                            first_seconds_to_best=first["seconds_to_best"],
-                                            max_further=len(seeds) - i)
+                plan = plan_further_members(time_left=budget.remaining(), max_further=len(seeds) - i,
+                                            validation_seconds=first["validation_seconds"],
+                                            first_seconds_to_best=first["seconds_to_best"])
                 logger.log(15, f"\tMAYA: member {i + 1}: {plan.reason}")
                 if plan.further < 1:
                     stop = plan.reason

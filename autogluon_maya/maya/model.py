@@ -122,7 +122,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         x_num, x_cat, y_t = to_tensors([enc.x_num, enc.x_cat, y_np], device)
         w_t = None if sample_weight is None else to_tensors([np.asarray(sample_weight, np.float32)], device)[0]
         net_args = dict(n_num=enc.x_num.shape[1], cat_cardinalities=self._encoder.cat_cardinalities,
-                        out_dim=self.num_classes if classification else len(self.quantile_levels or [None]),
+                        out_dim=self.num_classes if classification else int(np.size(self.quantile_levels)),  # None: 1
                         label_kind="class" if classification else "real", num_classes=self.num_classes or 0,
                         **{k: p[k] for k in NETWORK_KEYS})
         loss_fn = make_loss("class" if classification else self.problem_type, self.quantile_levels)

@@ -129,7 +129,7 @@ def parameter_groups(net: nn.Module, weight_decay: float, matrices_only: bool) -
         if not q.requires_grad:
             continue
         # (the branch-stacked output bias of an MBA block is 2-D but a bias)
-        is_matrix = q.ndim >= 2 and not name.endswith("bias") and not name.startswith(("tokenizer.", "label_embedding."))
+        is_matrix = q.ndim >= 2 and not name.endswith("bias") and not name.startswith(("tokenizer.", "label_emb"))
         (decay if is_matrix else no_decay).append(q)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 

@@ -77,7 +77,8 @@ def test_a_member_starts_only_while_the_time_left_holds_one():
     need = MEMBER_TIME * 10.0  # best at half of 20 s
     assert [s for _, s in kept] and len(kept) == 1
     assert report["members_stop"] == f"time: another member needs ~{need:.1f} s, 9.0 s left"  # 30 - 20 - 1 s pass
-    kept, report = _members(fake_trainer(clock := Clock(), {0: 20.0, S: 20.0, 2 * S: 20.0}), clock, limit=20 + 1 + need + 1)
+    clock = Clock()
+    kept, report = _members(fake_trainer(clock, {0: 20.0, S: 20.0, 2 * S: 20.0}), clock, limit=20 + 1 + need + 1)
     assert len(kept) == 2 and report["members_started_with_seconds"][1] >= need
 
 

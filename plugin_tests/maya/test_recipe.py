@@ -75,3 +75,26 @@ def test_a_paper_fit_is_one_network_on_quantile_inputs_and_a_users_value_still_w
                     hyperparameters={**hp, "ensemble_members": 2})
     two.fit(X=X.iloc[:240], y=y.iloc[:240], num_cpus=1)
     assert len(two.model) == 2
+
+
+def test_the_docs_reference_is_the_table():
+    """docs/maya.md's hyperparameter reference lists every setting with the table's value per problem type and
+    the paper recipe's where it differs."""
+    from pathlib import Path
+
+    from autogluon_maya.maya.defaults import DEFAULT_PARAMS, PAPER
+
+    def fmt(v):
+        return "None" if v is None else (f'"{v}"' if isinstance(v, str) else repr(v))
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "maya.md").read_text()
+    rows = {}
+    for line in docs.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 8 and cells[0].startswith("`") and cells[0].strip("`") in DEFAULT_PARAMS:
+            rows[cells[0].strip("`")] = cells[1:6]
+    assert set(rows) == set(DEFAULT_PARAMS)
+    for name, cells in rows.items():
+        want = [fmt(resolve_defaults(t)[name]) for t in PROBLEM_TYPES]
+        want.append(fmt("paper" if name == "recipe" else PAPER[name]) if name in PAPER or name == "recipe" else "same")
+        assert cells == want, name

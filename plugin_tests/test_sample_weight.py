@@ -16,8 +16,7 @@ from sklearn.metrics import roc_auc_score
 
 from autogluon_maya import MayaModel, TabSwiftModel
 
-TINY = {"max_epochs": 25, "hidden_size": 16, "num_heads": 2, "num_layers": 1, "batch_size": 64,
-        "early_stopping": False}
+TINY = {"max_epochs": 25, "hidden_size": 16, "num_heads": 2, "num_layers": 1, "batch_size": 64, "patience": None}
 
 
 def _weighted_table(n=600, seed=0):

@@ -22,7 +22,7 @@ from autogluon_maya.common.protocol import Dataset, p1_split
 SLACK = 1.05
 GRACE_S = 2.0
 # the limit binds: no early stopping and far more epochs / fine-tuning steps than fit in the budget
-MAYA_ENDLESS = {"max_epochs": 100_000, "early_stopping": False}
+MAYA_ENDLESS = {"max_epochs": 100_000, "patience": None}
 TABSWIFT_ENDLESS = {"n_estimators": 2, "max_context_rows": 512, "fine_tune": True, "fine_tune_steps": 100_000,
                     "fine_tune_patience": 10**6, "fine_tune_eval_every": 5, "fine_tune_rows": 256}
 

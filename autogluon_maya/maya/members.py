@@ -1,113 +1,160 @@
-"""How many ensemble members a fit trains, how many at once, and how the time left after one is spent.
-
-Pure functions so the rules can be read and tested without training anything; ``MayaModel._fit`` asks
-``plan_further_members`` before each further member, with the time then left (a member that early-stops
-leaves more than its share).
+"""Ensemble members: how many networks a fit trains, how many at once, how the time is shared, which are kept.
+``train_members`` is the member loop of ``MayaModel._fit``; it sees callables that build and train one network,
+so its rules run in tests on a clock of the test's own.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+
+logger = logging.getLogger(f"autogluon.ext.{__name__}")
+
+AUTO_MEMBERS = 3  # ensemble_members="auto" with a time limit; six members scored no better (satimage, 0.8920)
+MEMBER_SEED_STRIDE = 7919  # member i's seed: the fit's seed + i x this stride
+MEMBER_TIME = 1.1  # x the first member's time to its best epoch: what a further member needs (plan_further_members)
+# Members train at once only while a network's training batch is this small: its step is then many small kernels
+# that a second thread barely speeds up; a larger one's big matmuls run ~2x faster on two threads.
+PARALLEL_MAX_ACTIVATION_BYTES = 256 * 2**20
 
 
-@dataclass(frozen=True)
-class MemberPlan:
-    further: int  # members the time left holds (0: none); only the next one is started on this plan
-    seconds: float  # the training time share of the next member (its validation pass excluded)
-    num_layers: int  # MBA blocks of the further members
-    reason: str  # why, for the log and the fit summary
+# further: members the time left holds (only the next starts on this plan); seconds: the next one's training share
+MemberPlan = NamedTuple("MemberPlan", [("further", int), ("seconds", float), ("reason", str)])
 
 
-def plan_further_members(*, time_left: float, validation_seconds: float, first_train_seconds: float,
-                         first_seconds_to_best: float, max_further: int, num_layers: int, member_time: float,
-                         deeper_member, may_deepen: bool) -> MemberPlan:
-    """Choose between "k more members of the first one's depth" and "one member a block deeper".
-
-    - A further member needs ``member_time`` x the first member's time to its best epoch (what came after was
-      early stopping's patience) plus one validation pass; one cut shorter would mostly add noise to the
-      average.  As many as fit (at most ``max_further``) share the time left evenly.
-    - With ``deeper_member`` set and ``may_deepen`` (``ensemble_members="auto"`` and no depths to replay), a time
-      left of at least ``deeper_member`` x the first member's training time goes whole to one member with one
-      more MBA block: depth is what a one-block encoder lacks where it early-stops early (satimage: 0.9087
-      validation accuracy for three one-block members, 0.9184 for one two-block network trained to the limit).
-      It is the last member, and stays, as any member, only if the average validates better.
-    """
+def plan_further_members(*, time_left: float, validation_seconds: Optional[float], first_seconds_to_best: float,
+                         max_further: int, member_time: float = MEMBER_TIME) -> MemberPlan:
+    """As many further members as the time left holds (each ``member_time`` x the first one's time to its best
+    epoch plus one validation pass), at most ``max_further``, share it evenly."""
     v = validation_seconds or 0.0
-    # one pass held back: before the second member it scores the first member's share of the average, later it
-    # is slack
-    left = time_left - v
+    left = time_left - v  # one pass held back: it scores the first member's share of the average
     need = member_time * first_seconds_to_best
     fits = min(max_further, int(left // (need + v))) if need + v > 0 else max_further
     if fits < 1 or left <= 0:
-        return MemberPlan(0, 0.0, num_layers,
-                          f"time: another member needs ~{need:.1f} s, {max(left, 0.0):.1f} s left")
-    if deeper_member and may_deepen and left - v >= float(deeper_member) * first_train_seconds:
-        return MemberPlan(1, left - v, num_layers + 1,
-                          f"one member with {num_layers + 1} MBA blocks gets the {left - v:.0f} s left "
-                          f"(first member: {first_train_seconds:.0f} s)")
-    return MemberPlan(fits, left / fits - v, num_layers,
-                      f"{fits} more member(s) of {left / fits - v:.0f} s each")
-
-
-AUTO_MEMBERS = 3
+        return MemberPlan(0, 0.0, f"time: another member needs ~{need:.1f} s, {max(left, 0.0):.1f} s left")
+    return MemberPlan(fits, left / fits - v, f"{fits} more member(s) of {left / fits - v:.0f} s each")
 
 
 def resolve_members(setting, time_limit) -> int:
-    """Most members a fit may train.  ``"auto"`` fills a time limit's leftover (a fit that early-stops in a
-    third of its budget has room for two more) and trains one without a limit, where nothing says how long
-    the user is willing to wait."""
-    if setting in (None, "auto"):
+    """Most members a fit may train: ``"auto"`` fills a time limit's leftover and trains one network without a
+    limit, where nothing says how long the user is willing to wait."""
+    if setting == "auto":
         return AUTO_MEMBERS if time_limit is not None else 1
-    members = int(setting)
-    if members < 1:
-        raise ValueError(f"ensemble_members must be >= 1 or 'auto', got {setting!r}")
-    return members
+    return int(setting)
 
 
 def parallel_wanted(setting) -> int:
     """The members ``parallel_members`` asks to train at once, before the machine and the fit have a say."""
-    if setting is None or setting is False:
+    return 2 if setting == "auto" else int(setting)
+
+
+def resolve_parallel(setting, max_members: int, num_cpus: int, device_type: str, step_bytes: int = 0) -> int:
+    """How many of the first members train at once: only on CPU (a GPU runs one network's kernels at a time
+    anyway), only with two members and two cores to share, never more than the cores, and only for a network
+    whose training batch takes at most ``PARALLEL_MAX_ACTIVATION_BYTES`` (``step_bytes``)."""
+    if device_type != "cpu" or max_members < 2 or int(num_cpus or 1) < 2 or step_bytes > PARALLEL_MAX_ACTIVATION_BYTES:
         return 1
-    wanted = 2 if setting == "auto" or setting is True else int(setting)  # (1 == True in Python)
-    if wanted < 1:
-        raise ValueError(f"parallel_members must be >= 1 or 'auto', got {setting!r}")
-    return wanted
+    return max(1, min(parallel_wanted(setting), max_members, int(num_cpus)))
 
 
-def resolve_parallel(setting, max_members: int, num_cpus: int, device_type: str) -> int:
-    """How many of the first members train at once.  Only on CPU (a GPU runs one network's kernels at a
-    time anyway) and only where there are two members and two cores to share."""
-    wanted = parallel_wanted(setting)
-    if device_type != "cpu" or max_members < 2 or int(num_cpus or 1) < 2:
-        return 1
-    return max(1, min(wanted, max_members, int(num_cpus)))
+# build(seed) -> network, in the calling thread (torch's global generator seeds the weights); train(network, seed,
+# budget, threads, reserve_passes, max_epochs or None) -> a summary as train_maya's
+Build, Train = Callable[[int], object], Callable[[object, int, object, int, int, Optional[int]], dict]
+MEMBER_KEYS = ("seed", "parallel", "started_at", "epochs", "best_epoch", "best_score", "stop_reason",
+               "train_seconds", "seconds_to_best", "ensemble_score")
 
 
-def smoothed_log_loss(smoothing: float):
-    """The score a further member must not worsen, for classification: the cross-entropy of the averaged
-    probabilities against the targets the members were trained on, (1 - s) one-hot + s / classes.
+def train_members(build: Build, train: Train, *, budget, max_members: int, parallel: int, num_cpus: int, seed: int,
+                  val_proba: Optional[Callable] = None, judge: Optional[Callable] = None,
+                  replay: Optional[Sequence[Sequence[int]]] = None) -> Tuple[List[tuple], dict]:
+    """Train up to ``max_members`` networks; returns the kept ones as (network, summary) and the fit's report.
 
-    Plain log loss (s = 0) is a proper score and moves with every row's confidence, unlike accuracy.  With
-    label smoothing the members are deliberately less confident, and averaging them makes them less confident
-    still, so plain log loss charges the average for the smoothing itself (on digits, s = 0.1 fits judged that way
-    kept 5 of 9 possible members over three seeds; session 15).  Against the smoothed targets the best score is at
-    the smoothed probabilities, so the comparison judges the members, not the smoothing.  That best score is the
-    smoothed targets' entropy, not 0 (``optimum`` is nominal; only comparisons of two scores are used)."""
-    import numpy as np
-    from autogluon.core.metrics import log_loss, make_scorer
+    - The first ``parallel`` members train at once, ``num_cpus // parallel`` torch threads each, on one shared
+      budget: a member that fails ends it for the other.  Each keeps a validation pass back for its scoring.
+    - With a time limit the plan is made again before each further member from the time then left
+      (``plan_further_members``); each trains to the end of its share.
+    - With ``val_proba``, a further member is kept only if ``judge`` (higher is better) of the average with it is
+      not lower than without; the next member still trains.
+    - ``replay`` ([[seed, epochs], ...], refit_full): exactly those members, each for its own epoch count."""
+    from autogluon.core.utils.exceptions import TimeLimitExceeded
 
-    if not smoothing:
-        return log_loss
+    from ..common.training import torch_threads
 
-    def cross_entropy(y_true, y_pred_proba):
-        proba = np.asarray(y_pred_proba, dtype=np.float64)
-        if proba.ndim == 1:  # binary: AutoGluon hands over the positive class's probability
-            proba = np.stack([1 - proba, proba], axis=1)
-        proba = np.clip(proba, 1e-15, 1.0)  # after stacking: a saturated 1.0 leaves a 0 beside it
-        k = proba.shape[1]
-        logp = np.log(proba)
-        own = logp[np.arange(len(proba)), np.asarray(y_true, dtype=np.int64)]
-        return float(-np.mean((1 - smoothing) * own + smoothing / k * logp.sum(axis=1)))
+    seeds = [int(s) for s, _ in replay] if replay else [seed + MEMBER_SEED_STRIDE * i for i in range(max_members)]
+    epochs = [int(e) for _, e in replay] if replay else [None] * len(seeds)
+    kept, probas, dropped, started_with = [], [], [], []
+    stop, best = f"ensemble_members={len(seeds)}", None
 
-    return make_scorer(f"log_loss_smoothed_{smoothing:g}", cross_entropy, optimum=0, greater_is_better=False,
-                       needs_proba=True)
+    def run(i: int, network, member_budget, threads: int, reserve_passes: int) -> tuple:
+        start = budget.elapsed()
+        summary = train(network, seeds[i], member_budget, threads, reserve_passes, epochs[i])
+        summary = {**summary, "seed": seeds[i], "started_at": start, "train_seconds": budget.elapsed() - start}
+        at_best = [t for epoch, t, _ in summary["history"] if epoch == summary["best_epoch"]]
+        summary["seconds_to_best"] = at_best[0] - start if at_best else summary["train_seconds"]
+        return network, summary
+
+    i = 0
+    while i < len(seeds):
+        if i == 0 and parallel > 1:
+            n = min(parallel, len(seeds))
+            threads = max(1, num_cpus // n)
+            logger.log(15, f"\tMAYA: members 1-{n} train in parallel, {threads} thread(s) each")
+            started_with += [budget.remaining()] * n
+            pair = budget.share(float("inf"))
+            networks = [build(seeds[j]) for j in range(n)]
+
+            def in_pair(j: int) -> tuple:
+                try:
+                    return run(j, networks[j], pair, threads, 1 if val_proba is not None else 0)
+                except BaseException:
+                    pair.limit = 0.0
+                    raise
+
+            with torch_threads(threads), ThreadPoolExecutor(n) as pool:
+                results = list(pool.map(in_pair, range(n)))
+        else:
+            member_budget = budget
+            if i > 0 and budget.limit is not None and not replay:
+                first = kept[0][1]
+                plan = plan_further_members(time_left=budget.remaining(), max_further=len(seeds) - i,
+                                            validation_seconds=first["validation_seconds"],
+                                            first_seconds_to_best=first["seconds_to_best"])
+                logger.log(15, f"\tMAYA: member {i + 1}: {plan.reason}")
+                if plan.further < 1:
+                    stop = plan.reason
+                    break
+                member_budget = budget.share(plan.seconds)
+            started_with.append(member_budget.remaining())
+            results = [run(i, build(seeds[i]), member_budget, num_cpus, 0)]
+        failed = False
+        for j, (network, summary) in enumerate(results, start=i):
+            summary["parallel"] = len(results)
+            if summary["steps"] == 0 or summary["stop_reason"].startswith("infeasible"):
+                if j == 0:
+                    raise TimeLimitExceeded(f"MAYA skipped: {summary['stop_reason'] or 'no training step fitted'}")
+                stop, failed = f"member {j + 1}: {summary['stop_reason']}", True
+                break
+            if val_proba is not None and j > 0:
+                if not probas:  # the first member's share, scored once a second one exists
+                    probas.append(val_proba(kept[0][0]))
+                    best = kept[0][1]["ensemble_score"] = judge(probas[0])
+                proba = val_proba(network)
+                score = judge(np.mean(probas + [proba], axis=0))
+                if score < best:
+                    dropped.append(f"member {j + 1} dropped: the average scored {score:.4f} on validation, "
+                                   f"{best:.4f} without it")
+                    logger.log(15, f"\tMAYA: {dropped[-1]}")
+                    continue
+                probas.append(proba)
+                best = summary["ensemble_score"] = score
+            kept.append((network, summary))
+        if failed:
+            break
+        i += len(results)
+    report = {**kept[0][1], "members_stop": stop, "members_dropped": dropped,
+              "members_started_with_seconds": started_with,
+              "members": [{k: s.get(k) for k in MEMBER_KEYS} for _, s in kept]}
+    return kept, report

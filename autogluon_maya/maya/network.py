@@ -1,13 +1,7 @@
-"""MAYA's torch network (MAYA paper, sections 3.2-3.5; SPEC section 2).
-
-Encoder: feature tokenizer + [CLS] -> stacked multi-branch-attention (MBA) blocks -> inter-block
-average of the [CLS] states.  Decoder: inter-instance attention (IAIL) blocks where a row's encoding
-queries the encodings of context rows and reads their label embeddings.  Predictor: a linear head
-shared by the final output and by the per-branch loss probes that set the branch weights.
-
-The module knows nothing about AutoGluon: it takes tensors and returns tensors, so it can be tested
-against the paper's formulas in isolation (``plugin_tests/maya/test_network.py``).
-"""
+"""MAYA's torch network (MAYA paper, sections 3.2-3.5): feature tokenizer + [CLS] -> multi-branch-attention
+(MBA) blocks -> mean of the blocks' [CLS] states (encoder); inter-instance attention (IAIL) blocks that read the
+label embeddings of context rows (decoder); a linear predictor, shared by the output and the branch-weight probes.
+Tensors in, tensors out: tested against the paper's formulas in ``plugin_tests/maya/test_network.py``."""
 
 from __future__ import annotations
 
@@ -20,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .defaults import checked_numeric_scale
+from .defaults import resolve_defaults
 
 
 _local = threading.local()
@@ -28,11 +22,9 @@ _local = threading.local()
 
 @contextlib.contextmanager
 def dropout_generator(generator: Optional[torch.Generator]):
-    """Draw the CPU dropout masks of the calling thread from ``generator`` for the duration.
-
-    Why: ensemble members train in parallel threads (``MayaModel``); drawing from torch's global generator,
-    their masks would depend on how the threads interleave, and the same seed would not train the same
-    network twice.  A generator per member keeps each member's random stream its own."""
+    """Draw the calling thread's CPU dropout masks from ``generator`` for the duration: members trained in
+    parallel threads would otherwise draw from torch's global generator in an order set by the thread scheduling,
+    and one seed would not train one network."""
     previous = getattr(_local, "generator", None)
     _local.generator = generator
     try:
@@ -42,13 +34,9 @@ def dropout_generator(generator: Optional[torch.Generator]):
 
 
 def byte_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
-    """Dropout whose mask comes from random bytes (8 per 64-bit draw), keep probability quantized to 1/256.
-
-    Why not ``F.dropout``: on CPU its per-element Bernoulli sampling was ~40 % of MAYA's step time at the
-    default size; this mask costs ~1/3 of it (measured: 3.6 -> 1.3 ms on a 590k-element tensor, 2 threads,
-    ``examples/benchmarks/results/throughput``).  On GPU, sampling is cheap, so torch's own kernel is used.
-    The masks come from the thread's ``dropout_generator`` when one is set (CPU only).
-    """
+    """Dropout whose CPU mask comes from random bytes (8 per 64-bit draw), the rate quantized to 1/256.
+    On CPU, ``F.dropout``'s per-element Bernoulli sampling was ~40 % of a default-size step; this mask costs a
+    third of it.  On GPU torch's kernel is used.  Masks come from the thread's ``dropout_generator``."""
     if not training or p <= 0:
         return x
     cut = int(round(p * 256))
@@ -91,29 +79,13 @@ class ReGLU(nn.Module):
         return self.proj_out(self.dropout(F.relu(a) * b))
 
 
-def make_ffn(act_type: str, d: int, hidden: int, dropout: float, bias: bool) -> nn.Module:
-    """The decoder FFN's activation is a hyperparameter; the encoder always uses ReGLU."""
-    if act_type == "reglu":
-        return ReGLU(d, hidden, dropout, bias)
-    acts = {"relu": nn.ReLU, "prelu": nn.PReLU, "gelu": nn.GELU, "silu": nn.SiLU}
-    if act_type not in acts:
-        raise ValueError(f"Unknown decoder_act_type={act_type!r}; choose from {sorted(acts) + ['reglu']}")
-    return nn.Sequential(nn.Linear(d, hidden, bias=bias), acts[act_type](), Dropout(dropout),
-                         nn.Linear(hidden, d, bias=bias))
-
-
 class FeatureTokenizer(nn.Module):
-    """Numerical feature j -> (s x_j) W_j + b_j; categorical feature -> its code's embedding + b_j.
+    """Numerical feature j -> (s x_j) W_j + b_j; categorical feature -> its code's embedding + b_j (Eq. 1);
+    a learned [CLS] token prepended.  Categorical code 0 is reserved for missing/unseen values.
 
-    Categorical code 0 is reserved for missing/unseen values (see ``common.preprocessing``), so
-    every table has ``cardinality + 1`` rows.  A learned [CLS] token is prepended.
-
-    ``num_scale`` (s, 1 in the paper) is a fixed multiplier of the numeric inputs.  Why: under Adam a weight
-    moves by about the learning rate per step whatever its gradient's size, so a numeric token's
-    x-dependent part moves by about s |x| lr per step: the scale of the inputs sets how fast the tokenizer
-    learns.  Inputs min-max scaled to [-1, 1] learnt letter's features far more slowly than quantile-normal
-    ones (std 1, tails to +-5); s = 5 more than made up for it (MAYA's ``numeric_scale``, defaults.py).
-    """
+    ``num_scale`` (s, 1 in the paper): under Adam a weight moves by about the learning rate per step whatever its
+    gradient, so a numeric token moves by about s |x| lr: the inputs' scale sets how fast the tokenizer learns, and
+    min-max inputs in [-1, 1] learn far more slowly than quantile-normal ones (docs/maya.md, ``numeric_scale``)."""
 
     num_scale = 1.0  # class default: networks pickled before the setting existed multiply by 1
 
@@ -123,33 +95,26 @@ class FeatureTokenizer(nn.Module):
         if n_num + len(cat_cardinalities) == 0:
             raise ValueError("MAYA needs at least one feature")
         self.n_num = n_num
-        self.num_scale = checked_numeric_scale(num_scale)
+        self.num_scale = float(num_scale)
         self.num_weight = nn.Parameter(torch.empty(n_num, d)) if n_num else None
         self.num_bias = nn.Parameter(torch.empty(n_num, d)) if (n_num and if_bias) else None
         self.cat_embeddings = nn.ModuleList(nn.Embedding(c + 1, d) for c in cat_cardinalities)
         n_cat = len(cat_cardinalities)
         self.cat_bias = nn.Parameter(torch.empty(n_cat, d)) if (n_cat and if_bias) else None
         self.cls = nn.Parameter(torch.empty(1, 1, d))
-        if add_act:
-            self.act = nn.PReLU() if act_type == "prelu" else nn.ReLU()
-        else:
-            self.act = None
+        self.act = (nn.PReLU() if act_type == "prelu" else nn.ReLU()) if add_act else None
         self._reset(d, add_act)
 
     def _reset(self, d: int, add_act: bool):
         bound = 1 / math.sqrt(d)
         for p in (self.num_weight, self.num_bias, self.cat_bias, self.cls):
             if p is not None:
-                if add_act:  # Kaiming init suits the rectifier that follows (SPEC section 2)
+                if add_act:  # Kaiming init suits the rectifier that follows
                     nn.init.kaiming_uniform_(p, a=math.sqrt(5))
                 else:
                     nn.init.uniform_(p, -bound, bound)
         for emb in self.cat_embeddings:
             nn.init.uniform_(emb.weight, -bound, bound)
-
-    @property
-    def n_tokens(self) -> int:
-        return 1 + self.n_num + len(self.cat_embeddings)
 
     def forward(self, x_num: torch.Tensor, x_cat: torch.Tensor) -> torch.Tensor:
         tokens = []
@@ -169,18 +134,12 @@ class FeatureTokenizer(nn.Module):
 
 def folded_single_query_attention(z: torch.Tensor, q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor,
                                   b_v: Optional[torch.Tensor]) -> torch.Tensor:
-    """Attention of one query row per (row, head) over every token, without projecting the tokens to keys
-    and values.  z (B, T, d) tokens; q (B, H, hd) projected queries, or (1, H, hd): one query for every row
-    (the first block's [CLS], the learned token itself); w_k / w_v (H * hd, d), b_v (H * hd,).
-    Returns (B, H, hd).
+    """Attention of one query row per (row, head) over every token, without projecting the tokens.
+    z (B, T, d); q (B, H, hd), or (1, H, hd): one query for every row; w_k / w_v (H * hd, d); returns (B, H, hd).
 
-    Exact algebra, not an approximation:  q . (W_k z_t + b_k) = (W_k^T q) . z_t + q . b_k, and the last term
-    is the same for every token t, so the softmax ignores it (the key bias has no effect, and no gradient,
-    in any attention); and sum_t p_t (W_v z_t + b_v) = W_v (sum_t p_t z_t) + b_v since the p_t sum to one.
-    Why: projecting every token costs B T d (2 H hd) multiply-adds; folding the projections into the one
-    query costs B H d (2 T + 2 hd), hd / (1 + hd / T) times fewer at the default size (hd = 16, T = 17 on
-    letter: ~8x).  The key/value projection was the largest matmul of a one-block training step.
-    """
+    Exact: q . (W_k z_t + b_k) = (W_k^T q) . z_t + q . b_k, whose last term is the same for every token and so
+    ignored by the softmax; and sum_t p_t (W_v z_t + b_v) = W_v (sum_t p_t z_t) + b_v.  Projecting every token
+    costs B T d (2 H hd) multiply-adds, this B H d (2 T + 2 hd): ~8x fewer at the default size."""
     B, T, d = z.shape
     H, hd = q.shape[1], q.shape[2]
     # per head: W_k,h^T q_h, a d-vector that scores every token by one dot product
@@ -195,15 +154,11 @@ def folded_single_query_attention(z: torch.Tensor, q: torch.Tensor, w_k: torch.T
 
 
 class MBABlock(nn.Module):
-    """Multi-branch attention block:  out = LN( sum_j w_j * LN_j(FFN(Attn_j(z) + z)) + z ).
+    """Multi-branch attention block (Eqs. 7, 10): out = LN( sum_j w_j LN_j(FFN(Attn_j(z) + z)) + z ).
 
-    All branches' Q/K/V come from one matmul and run as one attention call with
-    ``num_branch * num_heads`` heads; the shared FFN runs once over the stacked branches.  This is
-    the same arithmetic as looping over branches, in a few large kernels instead of many small ones.
-
-    ``branch_weights`` is a buffer: the training loop updates it (EMA of the softmax of per-branch
-    losses, see ``MayaNetwork.update_branch_weights``) and inference uses it as stored.
-    """
+    All branches' Q/K/V come from one matmul and run as one attention call of ``num_branch * num_heads`` heads;
+    the shared FFN runs once over the stacked branches.  ``branch_weights`` (a buffer) is set during training
+    (``MayaNetwork.update_branch_weights``) and used as stored at inference."""
 
     def __init__(self, d: int, num_heads: int, num_branch: int, intermediate_factor: float,
                  dropout: float = 0.0, bias: bool = True, use_branch_weights: bool = True):
@@ -224,17 +179,9 @@ class MBABlock(nn.Module):
 
     def branch_outputs(self, z: torch.Tensor, cls_only: bool = False, z0: Optional[torch.Tensor] = None
                        ) -> torch.Tensor:
-        """(B, T, d) -> (n_branch, B, T', d): every Branch_j(z), T' = T, or 1 with ``cls_only``.
-        ``z0`` (required with ``cls_only``): the [CLS] rows, as ``forward`` passes them.
-
-        ``cls_only`` computes the rows of the [CLS] token alone (its query against every key), which
-        is all the last block has to deliver: the encoder reads only [CLS] states, and every step after
-        attention is row-wise, so the result equals the [CLS] row of the full computation.
-
-        Dropout acts on the attention output (before the output projection), not on the attention
-        probabilities: torch's fused CPU attention kernel takes no dropout, and with it the unfused
-        path cost 2.5-4x the fused one per call (measured, ``examples/benchmarks/results/throughput``).
-        """
+        """(B, T, d) -> (n_branch, B, T', d): every Branch_j(z); T' = 1 with ``cls_only``, which computes the
+        [CLS] row alone (all the last block delivers: later steps are row-wise), ``z0`` its [CLS] rows.  Dropout acts on
+        the attention output, not the probabilities: torch's fused CPU attention takes none (unfused: 2.5-4x slower)."""
         B, T, d = z.shape
         hd = d // self.h
         nh = self.n * self.h
@@ -269,13 +216,9 @@ class MBABlock(nn.Module):
 
     def forward(self, z: torch.Tensor, cls_only: bool = False, z0: Optional[torch.Tensor] = None
                 ) -> Tuple[torch.Tensor, torch.Tensor]:
-        """Returns the block output (only its [CLS] row with ``cls_only``) and the per-branch [CLS]
-        states (n_branch, B, d).
-
-        ``z0`` (with ``cls_only``): the [CLS] rows, (B, 1, d), or (1, 1, d) when they are all the same
-        (the first block's input, the learned token).  Given, they need not be sliced out of ``z``: each
-        slice's backward zero-fills a gradient the size of ``z`` (three per step were ~10 % of a letter
-        step, 1 thread), and one shared row lets a single matmul score every token."""
+        """The block output (only its [CLS] row with ``cls_only``) and the per-branch [CLS] states (n_branch, B, d).
+        ``z0``: the [CLS] rows, (B, 1, d), or (1, 1, d) for the first block's learned token; passed in rather than
+        sliced from ``z``, whose slices' backward would zero-fill gradients the size of ``z``."""
         if cls_only:
             z0 = z[:, :1] if z0 is None else z0
             branches = self.branch_outputs(z, True, z0)
@@ -295,7 +238,9 @@ class IAILBlock(nn.Module):
         self.q_proj = nn.Linear(d, d, bias=bias)
         self.k_proj = self.q_proj if qk_shared_weights else nn.Linear(d, d, bias=bias)
         self.norm1 = nn.LayerNorm(d)
-        self.ffn = make_ffn(act_type, d, max(1, int(round(intermediate_factor * d))), dropout, bias)
+        hidden = max(1, int(round(intermediate_factor * d)))  # the activation: Table 12's decoder_act_type
+        self.ffn = nn.Sequential(nn.Linear(d, hidden, bias=bias), nn.PReLU() if act_type == "prelu" else nn.ReLU(),
+                                 Dropout(dropout), nn.Linear(hidden, d, bias=bias))
         self.norm2 = nn.LayerNorm(d)
         self.dropout = Dropout(dropout)
 
@@ -305,64 +250,56 @@ class IAILBlock(nn.Module):
         return -(qp.pow(2).sum(-1, keepdim=True) - 2 * qp @ keys.T + keys.pow(2).sum(-1))
 
     def forward(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
-                mask: Optional[torch.Tensor] = None, topk: Optional[int] = None) -> torch.Tensor:
+                mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         """``keys`` are projected context encodings (N, d); ``mask`` (Bq, N) is True where a
         query may NOT look (its own row during training)."""
         sim = self.similarity(q, keys)
         if mask is not None:
             sim = sim.masked_fill(mask, float("-inf"))
-        if topk is not None and topk < sim.shape[1]:
-            top, idx = sim.topk(topk, dim=1)
-            attn = torch.softmax(top, dim=1).nan_to_num(0.0)
-            read = torch.einsum("qk,qkd->qd", attn, values[idx])
-        else:
-            # a row with nothing to attend to (a 1-row batch) reads zeros instead of NaN
-            attn = torch.softmax(sim, dim=1).nan_to_num(0.0)
-            read = attn @ values
+        # a row with nothing to attend to (a 1-row batch) reads zeros instead of NaN
+        read = torch.softmax(sim, dim=1).nan_to_num(0.0) @ values
         h = self.norm1(q + self.dropout(read))
         return self.norm2(h + self.dropout(self.ffn(h)))
 
 
-class MayaNetwork(nn.Module):
-    """Encoder, label embedding, IAIL decoder and predictor.
+NETWORK_KEYS = ("hidden_size", "num_heads", "num_branch", "num_layers", "intermediate_factor", "dropout", "if_bias",
+                "add_act", "act_type", "num_decoder_layers", "decoder_intermediate_factor", "decoder_act_type",
+                "decoder_dropout", "decoder_if_bias", "qk_shared_weights", "use_branch_weights", "numeric_scale")
 
-    ``out_dim`` is the number of classes (classification), 1 (regression) or the number of quantile
-    levels.  ``label_kind`` is "class" (lookup table) or "real" (linear map of a standardized target).
-    """
+
+class MayaNetwork(nn.Module):
+    """Encoder, label embedding, IAIL decoder and predictor.  ``out_dim``: classes, 1 (regression) or
+    quantile levels; ``label_kind``: "class" (lookup table) or "real" (linear map of a standardized target).
+    ``settings``: any of ``NETWORK_KEYS``, the others the table's (``defaults``) for ``problem_type``."""
 
     def __init__(self, n_num: int, cat_cardinalities: Sequence[int], out_dim: int, label_kind: str,
-                 num_classes: int = 0, hidden_size: int = 64, num_heads: int = 4, num_branch: int = 2,
-                 num_layers: int = 2, intermediate_factor: float = 2.0, dropout: float = 0.1,
-                 if_bias: bool = True, add_act: bool = False, act_type: str = "relu",
-                 num_decoder_layers: int = 1, decoder_intermediate_factor: float = 2.0,
-                 decoder_act_type: str = "relu", decoder_dropout: float = 0.1, decoder_if_bias: bool = True,
-                 qk_shared_weights: bool = False, use_branch_weights: bool = True, numeric_scale: float = 1.0):
+                 num_classes: int = 0, problem_type: Optional[str] = None, **settings):
         super().__init__()
-        self.tokenizer = FeatureTokenizer(n_num, cat_cardinalities, hidden_size, if_bias, add_act, act_type,
-                                          numeric_scale)
-        self.blocks = nn.ModuleList(
-            MBABlock(hidden_size, num_heads, num_branch, intermediate_factor, dropout, if_bias, use_branch_weights)
-            for _ in range(num_layers))
-        self.encoder_norm = nn.LayerNorm(hidden_size)
-        if label_kind == "class":
-            self.label_embedding = nn.Embedding(num_classes, hidden_size)
-        elif label_kind == "real":
-            self.label_embedding = nn.Linear(1, hidden_size)
-        else:
+        unknown = sorted(set(settings) - set(NETWORK_KEYS))
+        if unknown:
+            raise TypeError(f"MayaNetwork got unknown settings {unknown}; it takes {NETWORK_KEYS}")
+        if label_kind not in ("class", "real"):
             raise ValueError(f"label_kind must be 'class' or 'real', got {label_kind!r}")
+        table = resolve_defaults(problem_type or ("binary" if label_kind == "class" else "regression"))
+        c = {k: settings.get(k, table[k]) for k in NETWORK_KEYS}
+        d = int(c["hidden_size"])
+        self.tokenizer = FeatureTokenizer(n_num, cat_cardinalities, d, c["if_bias"], c["add_act"], c["act_type"],
+                                          c["numeric_scale"])
+        self.blocks = nn.ModuleList(
+            MBABlock(d, int(c["num_heads"]), int(c["num_branch"]), c["intermediate_factor"], c["dropout"],
+                     c["if_bias"], c["use_branch_weights"]) for _ in range(int(c["num_layers"])))
+        self.encoder_norm = nn.LayerNorm(d)
+        self.label_embedding = nn.Embedding(num_classes, d) if label_kind == "class" else nn.Linear(1, d)
         self.label_kind = label_kind
         self.decoder = nn.ModuleList(
-            IAILBlock(hidden_size, decoder_intermediate_factor, decoder_act_type, decoder_dropout,
-                      decoder_if_bias, qk_shared_weights) for _ in range(num_decoder_layers))
-        self.predictor = nn.Linear(hidden_size, out_dim)
+            IAILBlock(d, c["decoder_intermediate_factor"], c["decoder_act_type"], c["decoder_dropout"],
+                      c["decoder_if_bias"], c["qk_shared_weights"]) for _ in range(int(c["num_decoder_layers"])))
+        self.predictor = nn.Linear(d, out_dim)
 
     # ---- encoder -------------------------------------------------------------------------
     def encode(self, x_num: torch.Tensor, x_cat: torch.Tensor, return_branches: bool = False):
-        """Row encodings (B, d) = LN(mean over blocks of each block's [CLS] output).
-
-        With ``return_branches`` also returns each block's per-branch [CLS] states, which the
-        training loop feeds to ``update_branch_weights``.
-        """
+        """Row encodings (B, d) = LN(mean over blocks of each block's [CLS] output) (Eq. 3); with
+        ``return_branches`` also each block's per-branch [CLS] states, for ``update_branch_weights``."""
         z = self.tokenizer(x_num, x_cat)
         cls_states: List[torch.Tensor] = []
         branch_cls: List[torch.Tensor] = []
@@ -387,37 +324,23 @@ class MayaNetwork(nn.Module):
         return [blk.k_proj(context_enc) for blk in self.decoder]
 
     def decode(self, q_enc: torch.Tensor, keys: Sequence[torch.Tensor], values: torch.Tensor,
-               mask: Optional[torch.Tensor] = None, topk: Optional[int] = None) -> torch.Tensor:
+               mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         h = q_enc
         for blk, k in zip(self.decoder, keys):
-            h = blk(h, k, values, mask=mask, topk=topk)
+            h = blk(h, k, values, mask=mask)
         return self.predictor(h)
 
-    def forward_train(self, x_num, x_cat, y, return_branches: bool = False,
-                      memory_enc: Optional[torch.Tensor] = None, memory_y: Optional[torch.Tensor] = None,
-                      memory_mask: Optional[torch.Tensor] = None):
-        """Training forward: the batch is its own context and each row's own label is masked out.
-
-        Optionally the context is widened by a *memory*: encodings of other training rows computed
-        without gradient at the start of the epoch (keys are re-projected with the current weights and
-        label embeddings recomputed, so gradients still reach the decoder).  ``memory_mask`` (B, M) is
-        True where memory row m is the batch row itself; those entries are hidden too, so no row ever
-        sees its own label.
-        """
+    def forward_train(self, x_num, x_cat, y, return_branches: bool = False):
+        """Training forward (Eq. 13): the batch is its own context and each row's own label is masked out."""
         enc, branches = self.encode(x_num, x_cat, return_branches=True)
         eye = torch.eye(enc.shape[0], dtype=torch.bool, device=enc.device)
-        ctx, values, mask = enc, self.embed_labels(y), eye
-        if memory_enc is not None and len(memory_enc):
-            ctx = torch.cat([enc, memory_enc.to(enc.dtype)])
-            values = torch.cat([values, self.embed_labels(memory_y)])
-            mask = torch.cat([eye, memory_mask], dim=1)
-        out = self.decode(enc, self.project_keys(ctx), values, mask=mask)
+        out = self.decode(enc, self.project_keys(enc), self.embed_labels(y), mask=eye)
         return (out, branches) if return_branches else out
 
     @torch.no_grad()
     def update_branch_weights(self, branch_cls: Sequence[torch.Tensor], loss_fn, momentum: float):
         """w <- momentum * w + (1 - momentum) * softmax(s), s_j = loss of the shared predictor on
-        branch j's [CLS] state.  A branch that fits worse gets more weight (SPEC section 2)."""
+        branch j's [CLS] state (Eqs. 8-9).  A branch that fits worse gets more weight."""
         for block, b in zip(self.blocks, branch_cls):
             losses = torch.stack([loss_fn(self.predictor(b[j].float())) for j in range(b.shape[0])])
             new = torch.softmax(losses.float(), dim=0)

@@ -1,10 +1,6 @@
 """MAYA's hyperparameter search space, the MAYA paper's Table 12 (Appendix D.1), as AutoGluon spaces.
-
-``TABLE12`` states the table as plain data, entry by entry as printed (``../shared/papers/maya_paper.txt``);
-``maya_search_space()`` turns it into ``autogluon.common.space`` objects.  The paper tuned on GPUs: on a
-CPU, a sampled 16 layers x batch 4,096 is shrunk or skipped by the trainer's time check (logged), and
-AutoGluon's memory check skips what cannot fit in RAM.
-"""
+``TABLE12`` is the table as printed.  The paper tuned on GPUs: on a CPU a sampled 16 layers x batch 4,096 is
+shrunk or skipped by the trainer's time check, and AutoGluon's memory check skips what cannot fit in RAM."""
 
 from __future__ import annotations
 
@@ -46,25 +42,25 @@ def _to_space(entry: tuple, default: Any):
     if kind == "int":
         _, lo, hi = entry
         return space.Int(lo, hi, default=min(max(int(default), lo), hi))
-    choices = list(entry[1:])
-    if default in choices:  # AutoGluon tries a Categorical's first choice first
-        choices.remove(default)
-        choices.insert(0, default)
-    return space.Categorical(*choices)
+    # AutoGluon tries a Categorical's first choice first: the default, added where the table lacks it (the
+    # default batch_size "auto": the paper's 1,024-4,096 rows are GPU sizes)
+    return space.Categorical(default, *[c for c in entry[1:] if c != default])
 
 
-def maya_search_space(defaults: Dict[str, Any] | None = None) -> Dict[str, Any]:
-    """Table 12 as AutoGluon spaces, each starting from MAYA's CPU defaults so trial 1 is the default.
+def maya_search_space(defaults: Dict[str, Any] | None = None, problem_type: str | None = None) -> Dict[str, Any]:
+    """Table 12 as AutoGluon spaces starting at MAYA's default, so that trial 1 is the default; ``defaults``
+    moves a space's start.  Without ``problem_type`` the spaces not moved are marked, and ``MayaModel`` restarts
+    them at the default of the fit's problem type and recipe.  ``hyperparameters={"MAYA": maya_search_space()}``."""
+    from .defaults import resolve_defaults
 
-    Usage: ``hyperparameters={"MAYA": autogluon_maya.maya_search_space()}``.
-    """
-    from .defaults import DEFAULT_PARAMS, TASK_DEFAULTS
-
-    defaults = {**DEFAULT_PARAMS, **(defaults or {})}
-    # a space needs a concrete default; "auto" (task-dependent, see defaults.TASK_DEFAULTS) starts from the
-    # regression value, which is also the low end of the paper's range for num_branch
-    defaults = {k: TASK_DEFAULTS["regression"].get(k, v) if v == "auto" else v for k, v in defaults.items()}
-    return {name: _to_space(entry, defaults[name]) for name, entry in TABLE12.items()}
+    table = resolve_defaults(problem_type or "binary")
+    start = {**table, **(defaults or {})}
+    spaces = {}
+    for name, entry in TABLE12.items():
+        spaces[name] = _to_space(entry, start[name])
+        if problem_type is None and name not in (defaults or {}):
+            spaces[name].maya_table_default = True  # MayaModel._init_params restarts it at the fit's default
+    return spaces
 
 
 def round_hidden_size(hidden_size: int, num_heads: int) -> int:

@@ -1,9 +1,6 @@
-"""Training and cached inference for MAYA, independent of AutoGluon's wrapper.
-
-``FittedMaya`` holds the network plus the cached context (encoder outputs of every training row,
-their per-IAIL-block key projections and label embeddings) as buffers, so ``.to(device)`` and
-pickling move everything together, and a model trained on GPU loads on CPU.
-"""
+"""Training and cached inference for MAYA, independent of AutoGluon's wrapper.  ``FittedMaya`` keeps the
+network with its inference context (key projections and label embeddings of every training row) as buffers,
+so ``.to(device)`` and pickling move them together and a model trained on GPU loads on CPU."""
 
 from __future__ import annotations
 
@@ -18,18 +15,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..common.training import AdaptiveThreads, BestCheckpoint, TimeBudget, autocast, batch_slices, torch_threads
-from .defaults import checked_label_smoothing
 from .network import MayaNetwork, dropout_generator
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
 
-def make_loss(kind: str, quantile_levels: Optional[List[float]] = None, label_smoothing: float = 0.0) -> Callable:
-    """Per-row losses: CE (classification, optionally label-smoothed), MSE (standardized regression),
-    pinball (quantile)."""
+def make_loss(kind: str, quantile_levels: Optional[List[float]] = None) -> Callable:
+    """Per-row losses, as the paper's L_pred (Eq. 9): cross-entropy (classification), MSE (standardized
+    regression); pinball over ``quantile_levels`` (quantile regression, beyond the paper)."""
     if kind == "class":
-        smoothing = checked_label_smoothing(label_smoothing)
-        return lambda out, y: F.cross_entropy(out.float(), y.long(), reduction="none", label_smoothing=smoothing)
+        return lambda out, y: F.cross_entropy(out.float(), y.long(), reduction="none")
     if kind == "quantile":
         q = torch.tensor(quantile_levels, dtype=torch.float32)
 
@@ -55,10 +50,7 @@ class FittedMaya(nn.Module):
 
     @torch.no_grad()
     def set_context(self, x_num: torch.Tensor, x_cat: torch.Tensor, y: torch.Tensor, chunk: int = 1024):
-        """Encode every context row once; queries then only run the encoder on themselves.
-
-        Returns the row encodings (the training memory reuses them) without keeping them: only the
-        key projections and label embeddings are needed for prediction and saved with the model."""
+        """Encode every context row once (Eq. 14); queries then run the encoder on themselves only."""
         self.net.eval()
         enc = torch.cat([self.net.encode(x_num[s:s + chunk], x_cat[s:s + chunk]).float()
                          for s in range(0, len(x_num), chunk)])
@@ -72,20 +64,16 @@ class FittedMaya(nn.Module):
         return self.ctx_values.shape[0]
 
     @torch.no_grad()
-    def predict_raw(self, x_num: torch.Tensor, x_cat: torch.Tensor, chunk_size: int = 1024,
-                    topk: Optional[int] = None) -> torch.Tensor:
-        """Raw outputs (logits / standardized values) for queries, in chunks.
-
-        Memory is O(chunk x context_size); the chunk shrinks for large contexts so the similarity
-        matrix stays under ~64M entries.
-        """
+    def predict_raw(self, x_num: torch.Tensor, x_cat: torch.Tensor, chunk_size: int = 1024) -> torch.Tensor:
+        """Raw outputs (logits / standardized values) in query chunks; the chunk shrinks for large contexts so
+        that the similarity block stays under ~64M entries."""
         self.net.eval()
         keys = [getattr(self, f"ctx_keys_{i}") for i in range(self.n_keys)]
         chunk = max(1, min(chunk_size, (1 << 26) // max(1, self.context_size)))
         outs = []
         for s in range(0, len(x_num), chunk):
             q = self.net.encode(x_num[s:s + chunk], x_cat[s:s + chunk]).float()
-            outs.append(self.net.decode(q, keys, self.ctx_values, topk=topk).float())
+            outs.append(self.net.decode(q, keys, self.ctx_values).float())
         if not outs:  # zero query rows: keep the (0, out_dim) shape callers index into
             return torch.zeros(0, self.net.predictor.out_features, device=x_num.device)
         return torch.cat(outs)
@@ -101,9 +89,8 @@ class FittedMayaMembers(nn.Module):
     def __len__(self) -> int:
         return len(self.members)
 
-    def predict_raw_members(self, x_num: torch.Tensor, x_cat: torch.Tensor, chunk_size: int = 1024,
-                            topk: Optional[int] = None) -> List[torch.Tensor]:
-        return [m.predict_raw(x_num, x_cat, chunk_size, topk) for m in self.members]
+    def predict_raw_members(self, x_num: torch.Tensor, x_cat: torch.Tensor) -> List[torch.Tensor]:
+        return [m.predict_raw(x_num, x_cat) for m in self.members]
 
 
 MIN_STEPS_PER_EPOCH = 8
@@ -112,14 +99,9 @@ MAX_VALIDATION_EVERY = 4
 
 
 def validation_cadence(setting, validation_seconds: float, epoch_train_seconds: float) -> int:
-    """Epochs between validation passes.
-
-    A pass encodes every training row (IAIL's context) and then the validation rows: about half an epoch's
-    training time (measured: satimage 1.8 s of validation vs ~3.3 s of training steps per epoch, 2 cores,
-    other jobs running).  Validating after every epoch spent about a third of a budget on scoring, which on short budgets meant fewer epochs than the
-    model needs.  ``"auto"`` validates every k epochs, k the smallest that keeps validation under
-    ``VALIDATION_SHARE`` of training time (at most ``MAX_VALIDATION_EVERY``); an int is used as given
-    (1 = every epoch).  Patience and the LR plateau still count epochs."""
+    """Epochs between validation passes (each encodes every training row as IAIL's context, about half an
+    epoch on a CPU).  ``"auto"``: the smallest k <= ``MAX_VALIDATION_EVERY`` keeping validation under
+    ``VALIDATION_SHARE`` of the training time; an int as given.  Patience and the plateau still count epochs."""
     if setting not in (None, "auto"):
         return max(1, int(setting))
     if not validation_seconds or not epoch_train_seconds or epoch_train_seconds <= 0:
@@ -128,50 +110,33 @@ def validation_cadence(setting, validation_seconds: float, epoch_train_seconds: 
     return int(min(MAX_VALIDATION_EVERY, max(1, k)))
 
 
-AUTO_BATCH_SIZE = 256
-
-
-def effective_batch_size(batch_size, n: int, auto_rows: int = AUTO_BATCH_SIZE) -> int:
-    """The batch size a fit uses on ``n`` training rows.
-
-    An explicit (or searched) ``batch_size`` is used as given, capped only by ``n``: the batch is also
-    IAIL's training context, and the paper trains with batches of 1,024-4,096 rows.  ``"auto"`` (the
-    default) takes ``auto_rows`` (256; classification 128, see ``defaults.TASK_DEFAULTS``), lowered on
-    small tables so an epoch has at least 8 optimizer steps (never below 32): early stopping counts epochs, and with 300 rows and batch 256 an epoch would be a single
-    step, so a patience of 16 epochs gave up after 16 steps (measured: a bagged fit of breast cancer
-    with 227 rows per fold stayed at majority-class accuracy).
-
-    No more rows for tables with many classes: "auto" once grew to 32 rows per class (letter's 26 classes:
-    832) so that the batch, IAIL's context, would hold every class; side by side at 300 s on 2 cores
-    letter scored 0.9558 with 832, 0.9610 with 256 and 0.9660 with 128 (``examples/benchmarks/results/
-    maya_multiclass_batch/``): within a time budget the extra optimizer steps matter more than the
-    per-class context.
-    """
-    if batch_size in (None, "auto"):
+def effective_batch_size(batch_size, n: int, auto_rows: int) -> int:
+    """The batch a fit uses on ``n`` rows.  An int as given, capped by ``n`` (the batch is also IAIL's training
+    context; the paper's are 1,024-4,096 rows).  ``"auto"``: ``auto_rows`` (``defaults.AUTO_BATCH_ROWS``), lowered
+    on small tables to keep ``MIN_STEPS_PER_EPOCH`` steps an epoch (never below 32): patience counts epochs."""
+    if batch_size == "auto":
         return max(2, min(int(auto_rows), max(32, n // MIN_STEPS_PER_EPOCH), n))
     return max(2, min(int(batch_size), n))
 
 
 def parameter_groups(net: nn.Module, weight_decay: float, matrices_only: bool) -> List[dict]:
-    """AdamW groups.  ``matrices_only`` (the ``paper`` recipe, as FT-Transformer, which MAYA follows)
-    decays the weight matrices of linear maps only: no decay for LayerNorms, biases, embeddings, the
-    feature tokenizer, [CLS] or PReLU slopes, which weight decay would pull towards zero for no reason."""
+    """AdamW groups.  ``matrices_only`` (the paper recipe, as FT-Transformer) decays the weight matrices of
+    linear maps only, not LayerNorms, biases, embeddings, the tokenizer, [CLS] or PReLU slopes."""
     if not matrices_only:
         return [{"params": [q for q in net.parameters() if q.requires_grad], "weight_decay": weight_decay}]
     decay, no_decay = [], []
     for name, q in net.named_parameters():
         if not q.requires_grad:
             continue
-        is_matrix = q.ndim >= 2 and not name.startswith(("tokenizer.", "label_embedding."))
+        # (the branch-stacked output bias of an MBA block is 2-D but a bias)
+        is_matrix = q.ndim >= 2 and not name.endswith("bias") and not name.startswith(("tokenizer.", "label_emb"))
         (decay if is_matrix else no_decay).append(q)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
 class _Clock:
-    """Running estimates of a step's and of a validation pass's duration, so that no costly step starts
-    when it cannot end inside the budget.  The step estimate is 1.5x the median of the last 8 steps: a
-    maximum would stay poisoned by the slow steps of a thread-count probe on a loaded machine (it once
-    reserved 13 s of a 20 s fit for an encoding that took 1 s)."""
+    """Running estimates of a step's and a validation pass's duration, so that no step starts that cannot end in
+    the budget.  A step is 1.5x the median of the last 8 (a maximum would keep a slow thread-count probe's step)."""
 
     def __init__(self):
         self.recent: List[float] = []
@@ -185,8 +150,7 @@ class _Clock:
         self.recent = (self.recent + [seconds])[-8:]
 
     def encode_estimate(self, n: int, batch_size: int) -> float:
-        """Seconds to encode ``n`` context rows: measured after the first validation pass, before that
-        a forward pass is taken as half a training step per batch (forward + backward ~ 3 forwards)."""
+        """Seconds to encode ``n`` rows: measured by the last validation pass, or half a step per batch before."""
         if self.validation is not None:
             return self.validation
         return 0.5 * self.step * max(1.0, n / max(1, batch_size))
@@ -195,14 +159,11 @@ class _Clock:
 @torch.no_grad()
 def estimate_step_seconds(net: MayaNetwork, x_num, x_cat, y_label, batch_size: int, remaining: float = float("inf"),
                           min_steps: int = MIN_STEPS_PER_EPOCH) -> float:
-    """A training step's duration at ``batch_size``, from timed forward passes on 2 and 16 rows (a line
-    through both, x3 for the backward pass), after one untimed warm-up pass (a fresh process's first
-    call pays one-off set-up costs: with it, a 2-row probe once put a default step at 41 s).  If the
-    2-row pass alone shows that ``min_steps`` steps cannot fit in ``remaining``, the 16-row pass is
-    skipped.  It exists so that a configuration whose single step would outlast the budget (16 layers x
-    batch 4,096 x 8 branches on a CPU) is never started.  The passes run on one thread: an upper bound
-    of the step time once ``AdaptiveThreads`` picks the faster count, and immune to the spin-waiting that
-    made 2-thread probes on a loaded machine estimate a 256-row step at 61 s."""
+    """A training step's duration at ``batch_size``: a line through timed forward passes on 2 and 16 rows,
+    x3 for the backward pass, after an untimed warm-up (a fresh process's first pass pays one-off costs).  The
+    16-row pass is skipped when the 2-row one already decides whether ``min_steps`` steps fit in ``remaining``.  It
+    keeps a configuration whose single step outlasts the budget (16 layers x batch 4,096 on a CPU) from starting.
+    One thread: an upper bound once ``AdaptiveThreads`` picks, and immune to spin-waiting on a loaded machine."""
     was_training = net.training
     net.train()
 
@@ -246,45 +207,11 @@ def fit_batch_to_budget(batch_size: int, step_seconds: float, remaining: float, 
                f"{min_steps} steps do not fit in the {remaining:.0f} s left")
 
 
-class BudgetAnneal:
-    """The learning rate's fall to the end of a time budget.
-
-    A fit cut short by its time limit otherwise ends at a high rate (on letter at 300 s the plateau
-    scheduler never fired: the score still rose at the last epoch), and its last weights are as noisy as
-    the rate.  Budgeted training (Li, Yumer & Ramanan, ICLR 2020) finds a rate that reaches zero exactly
-    when the budget ends the best schedule for a fixed budget.  Here the rate the plateau scheduler sets is
-    multiplied by ``remaining / window`` (floored at 1 %) once less than ``window`` seconds remain,
-    ``window`` a share of the time this training run started with.  A fit that early-stops before the
-    window is untouched.  Screened on 1 core beside another job (P1 seed 0, 300 s; test accuracy, none ->
-    share 0.3): letter 0.95525 -> 0.9615, satimage 0.8912 (session 6's screen, before the change) -> 0.8959;
-    a share of 0.5 scored 0.9590 / 0.8881.
-    """
-
-    FLOOR = 0.01
-
-    def __init__(self, share: Optional[float], seconds_at_start: float):
-        self.window = share * seconds_at_start if share and np.isfinite(seconds_at_start) else None
-        self.lowest = 1.0
-
-    def factor(self, remaining: float) -> float:
-        """Never rises again: the trainer passes the budget minus its reserve for the final encoding, and
-        that reserve is re-estimated as steps and validation passes are timed (it can shrink)."""
-        if self.window is None or remaining >= self.window:
-            return self.lowest
-        self.lowest = min(self.lowest, max(self.FLOOR, remaining / self.window))
-        return self.lowest
-
-
 class WeightAverage:
     """An exponential moving average of the weights, validated beside the live weights (the better is kept).
-
-    The horizon is given in epochs, not as a per-step decay, so that it means the same on a 300-row
-    table (8 steps per epoch) and a 20k-row one (80).  Early in training the decay is lowered,
-    ``min(decay, (1 + t) / (10 + t))``, so the average does not drag the random initialisation along.
-    Torch's ``AveragedModel`` does the bookkeeping (buffers, such as the branch weights, are averaged
-    too); only the decay schedule is ours.  An update costs ~0.3 ms against a ~34 ms training step at the
-    default size, batch 256, 2 threads (~1 %; ad-hoc timing, session 5).
-    """
+    The horizon is in epochs, so that it means the same on any table size; early on the decay is lowered to
+    ``(1 + t) / (10 + t)`` so that the average does not drag the initialisation along.  Torch's ``AveragedModel``
+    keeps the books (buffers, such as the branch weights, are averaged too)."""
 
     def __init__(self, net: nn.Module, horizon_epochs: float, steps_per_epoch: int):
         from torch.optim.swa_utils import AveragedModel
@@ -313,85 +240,69 @@ class WeightAverage:
             net.load_state_dict(saved)
 
 
+PLATEAU_PATIENCE = 5  # epochs without a better validation score before the rate is cut
+PLATEAU_FACTOR = 0.3
+
+
 def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_weight, loss_fn,
                params: dict, device: torch.device, budget: TimeBudget, seed: int,
                val_score_fn: Optional[Callable[[FittedMaya], float]] = None,
                max_epochs: int, log_every: int = 10, num_threads: Optional[int] = None,
                reserve_passes: int = 0) -> dict:
-    """AdamW training with early stopping on ``val_score_fn`` (higher is better) and best-epoch restore.
+    """AdamW training, early stopping on ``val_score_fn`` (higher is better), best-epoch restore.
 
-    Tensors are already on ``device``.  Returns a summary: epochs run, best epoch, rows seen, etc., and
-    ``context_fresh``: whether ``fitted``'s context was encoded with the weights it ends with (then the
-    caller need not encode it again).  The budget is checked before every step, every context encoding
-    and every validation pass, against their measured durations.  Raises nothing on timeout: it stops
-    and keeps the best (or last) weights, leaving the caller to raise ``TimeLimitExceeded`` only if not
-    a single step could run.  ``num_threads`` > 1 on CPU lets ``AdaptiveThreads`` pick 1 or that many.
-    ``reserve_passes``: validation passes the caller runs after training (scoring the members of a parallel
-    pair), kept out of the budget besides the final context encoding.
-    """
+    ``params``: checked settings (``defaults.check_params``), ``batch_size`` an int; tensors on ``device``.  The
+    budget is checked before every step, encoding and validation pass against their measured durations; on time
+    it stops and keeps the best (or last) weights.  ``num_threads`` > 1 on CPU lets ``AdaptiveThreads`` pick 1 or
+    that many.  ``reserve_passes``: passes the caller runs after training, kept out of the budget.  The summary's
+    ``context_fresh``: whether the context was encoded with the weights ``fitted`` ends with."""
     net = fitted.net
-    paper = params.get("recipe", "default") == "paper"
+    paper = params["recipe"] == "paper"
     groups = parameter_groups(net, params["weight_decay"], matrices_only=paper)
     # the fused AdamW kernel is ~4x faster per step than the default loop (measured on 2 CPU cores)
     opt = torch.optim.AdamW(groups, lr=params["learning_rate"], fused=True)
-    # Validation score plateaus while the loss is still noisy at a constant rate: cutting the rate on
-    # a plateau (torch's scheduler; scores are higher-is-better) lets training settle into a minimum.
-    # Without validation data (refit_full: a fixed epoch count) there is no plateau to detect, so the
-    # rate decays along a cosine over those epochs instead.  The ``paper`` recipe keeps the rate constant.
     n = len(x_num)
-    batch_size = effective_batch_size(params["batch_size"], n, params.get("auto_batch_rows", AUTO_BATCH_SIZE))
+    batch_size = max(2, min(int(params["batch_size"]), n))
     # patience counts epochs; with the paper's batch sizes a small table has one step per epoch, and 16
-    # epochs of patience would be 16 steps (the failure ``effective_batch_size`` describes): stretch both
-    # patiences so that they always span at least MIN_STEPS_PER_EPOCH epochs' worth of steps
-    stretch = max(1, int(np.ceil(MIN_STEPS_PER_EPOCH / max(1, int(np.ceil(n / max(2, batch_size)))))))
+    # epochs of patience would be 16 steps: stretch both patiences so that they always span at least
+    # MIN_STEPS_PER_EPOCH epochs' worth of steps
+    stretch = max(1, int(np.ceil(MIN_STEPS_PER_EPOCH / max(1, int(np.ceil(n / batch_size))))))
+    # The paper's recipe keeps the rate constant.  The default cuts it on a validation plateau (torch's
+    # scheduler; scores are higher-is-better), so that training settles into a minimum; without validation
+    # data (refit_full: a fixed epoch count) there is no plateau to detect, and the rate follows a cosine.
     scheduler, cosine = None, None
-    if params.get("lr_scheduler", "plateau") == "plateau" and not paper:
-        if val_score_fn is not None:
-            scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
-                opt, mode="max", factor=params.get("lr_plateau_factor", 0.3),
-                patience=params.get("lr_plateau_patience", 5) * stretch, min_lr=params["learning_rate"] * 1e-3)
-        else:
-            cosine = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, max_epochs),
-                                                                eta_min=params["learning_rate"] * 1e-2)
+    if not paper and val_score_fn is not None:
+        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+            opt, mode="max", factor=PLATEAU_FACTOR, patience=PLATEAU_PATIENCE * stretch,
+            min_lr=params["learning_rate"] * 1e-3)
+    elif not paper:
+        cosine = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, max_epochs),
+                                                            eta_min=params["learning_rate"] * 1e-2)
     rng = np.random.default_rng(seed)
-    ckpt = BestCheckpoint(patience=params["patience"] * stretch
-                          if val_score_fn is not None and params["patience"] is not None else None)
+    patience = params["patience"]
+    ckpt = BestCheckpoint(patience=patience * stretch if val_score_fn is not None and patience is not None else None)
     use_bw = params["use_branch_weights"] and params["num_branch"] > 1
     steps, epochs_done, epoch_time = 0, 0, 0.0
     # adaptive threads trade bit-for-bit reproducibility (1- and 2-thread gradients differ in the last
     # digits) for speed under load; adaptive_threads=False keeps the given count
-    adaptive = device.type == "cpu" and params.get("adaptive_threads", True)
+    adaptive = device.type == "cpu" and params["adaptive_threads"]
     threads = AdaptiveThreads(num_threads if adaptive else 1)
     min_steps = MIN_STEPS_PER_EPOCH
+    why = ""
     if np.isfinite(budget.remaining()):
         est = estimate_step_seconds(net, x_num, x_cat, y_label, batch_size, budget.remaining(), min_steps)
         batch_size, why = fit_batch_to_budget(batch_size, est, budget.remaining(), min_steps)
-    else:
-        why = ""
     if why:
         logger.log(20, f"\tMAYA: {why}")
-    if batch_size == 0:
-        return {"steps": 0, "epochs": 0, "best_epoch": 0, "best_score": None, "epoch_time": 0.0,
-                "history": [], "final_lr": params["learning_rate"], "batch_size": 0, "stop_reason": why,
-                "context_fresh": False, "step_seconds": None, "validation_seconds": None, "threads": []}
-    ema_epochs = params.get("ema_epochs")
+    ema_epochs = params["ema_epochs"] if batch_size else None
     best_is_average = None  # with an average: whether the kept weights are the average (refit_full replays it)
     weight_avg = WeightAverage(net, float(ema_epochs), int(np.ceil(n / batch_size))) if ema_epochs else None
     clock = _Clock()
-    share = params.get("budget_anneal")
-    if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1):
-        raise ValueError(f"budget_anneal must be a share of the time in [0, 1] (0 or None: off), got {share!r}")
-    # the paper's recipe is a constant rate; refit_full's cosine already ends low
-    anneal = BudgetAnneal(share if cosine is None and not paper else None, budget.remaining())
-    base_lrs = [g["lr"] for g in opt.param_groups]  # the rates the plateau scheduler sets, before annealing
-    last_lr = base_lrs[0]  # the rate of the last step (reported as final_lr)
     plateau_patience = scheduler.patience if scheduler is not None else None
     every, last_validated, epoch_train_s = 1, 0, 0.0  # validation cadence (see validation_cadence)
     history = []  # (epoch, seconds since fit start, validation score)
-    memory_size = int(params.get("train_context_size") or 0)
-    memory_enc = None  # encodings from the last set_context, if the weights have not changed since
     context_epoch = None  # the epoch whose weights encoded fitted's current context
-    stop_reason = "max_epochs"
+    stop_reason = "max_epochs" if batch_size else why  # batch 0: no step fits in the budget
 
     def kept_back() -> float:
         """Seconds held back from training: the final context encoding, plus the caller's passes after it."""
@@ -400,21 +311,19 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     def validate(epoch: int) -> bool:
         """Encode the context, score the validation rows, keep the best weights; False when the pass's
         measured duration (first time: an estimate from the steps) no longer fits in the budget."""
-        nonlocal memory_enc, context_epoch, last_validated, every, best_is_average
+        nonlocal context_epoch, last_validated, every, best_is_average
         t_val = clock.encode_estimate(n + 1024, batch_size) * (2 if weight_avg is not None else 1)
         if budget.remaining() < t_val + kept_back():
             return False
         tv = time.perf_counter()
         since = epoch - last_validated
-        memory_enc = fitted.set_context(x_num, x_cat, y_label)
+        fitted.set_context(x_num, x_cat, y_label)
         score = val_score_fn(fitted)
         context_epoch = epoch
         kept = net
         if weight_avg is not None:
-            # The average wins when training has settled, but lags behind while the score still falls
-            # fast (pol at 120 s, test RMSE: 5.69 always keeping the average, 4.62 without one, 4.88
-            # keeping the better): score both, keep the better.
-            # (memory_enc keeps the live encodings, which is what the training memory needs)
+            # The average wins when training has settled but lags while the score still moves fast: score
+            # both, keep the better (always keeping the average lost badly on pol, docs/maya.md).
             with weight_avg.swapped_into(net):
                 fitted.set_context(x_num, x_cat, y_label)
                 avg_score = val_score_fn(fitted)
@@ -426,15 +335,12 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
             best_is_average = kept is not net
         clock.validation = time.perf_counter() - tv
         if last_validated == 0:
-            every = validation_cadence(params.get("validation_every", "auto"), clock.validation, epoch_train_s)
+            every = validation_cadence(params["validation_every"], clock.validation, epoch_train_s)
             if scheduler is not None and every > 1:  # the plateau's patience counts epochs, not passes
                 scheduler.patience = max(1, int(np.ceil(plateau_patience / every)))
         last_validated = epoch
         if scheduler is not None:
-            for g, lr in zip(opt.param_groups, base_lrs):  # the plateau cuts its own rate, not the annealed one
-                g["lr"] = lr
             scheduler.step(score if np.isfinite(score) else -float("inf"))
-            base_lrs[:] = [g["lr"] for g in opt.param_groups]
         # exact seconds: rounded ones put a best last epoch past the member's end (seconds_to_best > train_seconds)
         history.append((epoch, budget.elapsed(), float(score)))
         if epoch % log_every == 0 or epoch == 1:
@@ -445,7 +351,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     # this member's dropout masks come from its own generator: members trained in parallel threads must
     # not draw from one shared stream (see network.dropout_generator)
     with dropout_generator(torch.Generator().manual_seed(int(seed))):
-        for epoch in range(1, max_epochs + 1):
+        for epoch in range(1, max_epochs + 1 if batch_size else 1):
             # keep time for the context encoding that follows training when the restored weights need it
             reserve = kept_back()
             if epoch_time and budget.remaining() < epoch_time + reserve:
@@ -454,12 +360,6 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
                     validate(epochs_done)  # the epochs trained since the last pass may hold the best weights
                 break
             t0 = budget.elapsed()
-            use_memory = memory_size > 0 and n > 2
-            if use_memory and memory_enc is None:
-                if clock.validation is not None and budget.remaining() < clock.validation + clock.step:
-                    stop_reason = "time: not enough left to encode the training memory"
-                    break
-                memory_enc = fitted.set_context(x_num, x_cat, y_label)
             net.train()
             interrupted = False
             t_train = time.perf_counter()
@@ -471,24 +371,14 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
                 threads.before_step(allow_probe=budget.remaining() > 10 * clock.step + reserve)
                 idx_t = torch.from_numpy(idx).to(device)
                 yl, yt = y_label[idx_t], y_target[idx_t]
-                mem = {}
-                if use_memory:
-                    m_idx = torch.from_numpy(rng.choice(n, size=min(memory_size, n), replace=False)).to(device)
-                    mem = {"memory_enc": memory_enc[m_idx], "memory_y": y_label[m_idx],
-                           "memory_mask": idx_t.view(-1, 1) == m_idx.view(1, -1)}
                 with autocast(device):
-                    out, branches = net.forward_train(x_num[idx_t], x_cat[idx_t], yl, return_branches=True, **mem)
+                    out, branches = net.forward_train(x_num[idx_t], x_cat[idx_t], yl, return_branches=True)
                 per_row = loss_fn(out, yt)
                 loss = (per_row * sample_weight[idx_t]).sum() / sample_weight[idx_t].sum() \
                     if sample_weight is not None else per_row.mean()
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
-                if anneal.window is not None:  # without a window the rate is the schedulers' (refit_full's cosine)
-                    f = anneal.factor(budget.remaining() - reserve)
-                    for g, lr in zip(opt.param_groups, base_lrs):
-                        g["lr"] = lr * f
                 opt.step()
-                last_lr = opt.param_groups[0]["lr"]
                 if use_bw:
                     net.update_branch_weights(branches, lambda q: loss_fn(q, yt).mean(), params["branch_momentum"])
                 if weight_avg is not None:
@@ -501,7 +391,6 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
                 break
             epoch_train_s = time.perf_counter() - t_train
             epochs_done = epoch
-            memory_enc = None  # this epoch's steps changed the weights
             # validate now unless the budget holds another epoch, a pass after it, the final encoding (reserve)
             # and one more pass as a margin
             last_chance = budget.remaining() < epoch_train_s + 2 * (clock.validation or 0.0) + reserve
@@ -527,7 +416,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     final_epoch = ckpt.best_epoch if restored else epochs_done
     return {"steps": steps, "epochs": epochs_done, "best_epoch": final_epoch,
             "best_score": ckpt.best_score if restored else None,
-            "epoch_time": epoch_time, "history": history, "final_lr": last_lr,
+            "epoch_time": epoch_time, "history": history, "final_lr": opt.param_groups[0]["lr"],
             "batch_size": batch_size, "stop_reason": stop_reason,
             "context_fresh": context_epoch is not None and context_epoch == final_epoch
             and (restored or context_epoch == epochs_done),

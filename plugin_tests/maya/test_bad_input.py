@@ -88,22 +88,13 @@ def test_model_learns_a_simple_signal():
     assert acc > 0.8, acc
 
 
-def test_label_smoothing_out_of_range_is_an_error_naming_it():
-    # the fit builds its loss from the setting: a model that ignored it would train without complaint
-    with pytest.raises(ValueError, match="label_smoothing"):
-        TabularPredictor(label="y", path="ag", verbosity=0).fit(
-            _frame(), hyperparameters={"MAYA": {**TINY, "label_smoothing": 1.0}}, raise_on_model_failure=True,
-            fit_weighted_ensemble=False)
-
-
 @pytest.mark.parametrize("setting, problem_type, want", [
     ({"numeric_transform": "minmax"}, "binary", "minmax"),
     ({"numeric_transform": "none"}, "binary", "none"),
-    # the setting before numeric_transform existed still wins
-    ({"numeric_transform": "minmax", "quantile_transform": False}, "binary", "none"),
-    ({"quantile_transform": True}, "multiclass", "quantile"),
-    # "auto" (defaults.PROBLEM_TYPE_DEFAULTS)
+    ({"numeric_transform": "quantile", "recipe": "paper"}, "binary", "quantile"),
+    # the table's (defaults.DEFAULT_PARAMS) and the paper recipe's
     ({}, "multiclass", "minmax_or_quantile"),
+    ({"recipe": "paper"}, "multiclass", "quantile"),
     ({}, "binary", "quantile"),
     ({}, "regression", "quantile"),
     ({}, "quantile", "quantile")])
@@ -134,7 +125,8 @@ def test_numeric_transform_reaches_the_fitted_encoder(setting, problem_type, wan
 
 @pytest.mark.parametrize("setting, problem_type, want", [
     ({"numeric_scale": 2.5}, "binary", 2.5),
-    ({}, "multiclass", 5.0),  # "auto" (defaults.PROBLEM_TYPE_DEFAULTS)
+    ({}, "multiclass", 5.0),  # the table's (defaults.DEFAULT_PARAMS)
+    ({"recipe": "paper"}, "multiclass", 1.0),
     ({}, "binary", 1.0),
     ({}, "regression", 1.0)])
 def test_numeric_scale_reaches_the_network(setting, problem_type, want):
@@ -145,76 +137,42 @@ def test_numeric_scale_reaches_the_network(setting, problem_type, want):
         df, hyperparameters={"MAYA": {**TINY, **setting}}, raise_on_model_failure=True, fit_weighted_ensemble=False)
     model = pred._trainer.load_model(pred.model_names()[0])
     assert {m.net.tokenizer.num_scale for m in model.model.members} == {want}
-    if problem_type == "multiclass":  # refit_full replays what "auto" became
+    if problem_type == "multiclass":  # refit_full replays it
         refit = pred._trainer.load_model(pred.refit_full()[model.name])
         assert {m.net.tokenizer.num_scale for m in refit.model.members} == {want}
 
 
-@pytest.mark.parametrize("setting, problem_type, metric, want", [
-    ({}, "multiclass", "accuracy", 0.1),  # "auto" (defaults.PROBLEM_TYPE_DEFAULTS)
-    ({}, "multiclass", "balanced_accuracy", 0.1),
-    ({}, "multiclass", "log_loss", 0.0),  # a probability metric: "auto" is off
-    ({}, "multiclass", "roc_auc_ovr_macro", 0.0),
-    ({}, "binary", "accuracy", 0.0),
-    ({}, "regression", "root_mean_squared_error", 0.0),
-    ({"label_smoothing": np.float32(0.05)}, "multiclass", "log_loss", 0.05),  # as given, whatever the metric
-    ({"label_smoothing": 0.1}, "binary", "accuracy", 0.1),
-    ({"label_smoothing": None}, "multiclass", "accuracy", 0.0)])  # the old "off"
-def test_label_smoothing_reaches_the_loss(monkeypatch, setting, problem_type, metric, want):
-    """The smoothing the training loss is built with is what the setting, the problem type and the metric ask
-    for (make_loss itself is checked against the smoothed cross-entropy in test_network)."""
-    from autogluon_maya.maya import trainer
-
-    built = []
-    real = trainer.make_loss
-
-    def recording_make_loss(kind, quantile_levels=None, label_smoothing=0.0):
-        built.append(label_smoothing)
-        return real(kind, quantile_levels, label_smoothing)
-
-    monkeypatch.setattr(trainer, "make_loss", recording_make_loss)
-    df = _frame()
-    if problem_type == "multiclass":
-        df["y"] += (df["x2"] > 0.5).astype(int)
-    pred = TabularPredictor(label="y", path="ag", verbosity=0, problem_type=problem_type, eval_metric=metric).fit(
-        df, hyperparameters={"MAYA": {**TINY, **setting}}, raise_on_model_failure=True, fit_weighted_ensemble=False)
-    assert built == [pytest.approx(want)]
-    assert pred._trainer.load_model(pred.model_names()[0]).params_trained["label_smoothing"] == pytest.approx(want)
+BAD = [("hidden_size", 0), ("hidden_size", 64.5), ("num_branch", True), ("dropout", 1.0), ("dropout", -0.1),
+       ("learning_rate", float("nan")), ("learning_rate", 0), ("weight_decay", -1e-5), ("batch_size", "Auto"),
+       ("batch_size", 1), ("recipe", "papers"), ("patience", 0), ("validation_every", "1"), ("ema_epochs", 0),
+       ("ensemble_members", 0), ("parallel_members", "yes"), ("adaptive_threads", 1), ("act_type", "gelu"),
+       ("decoder_act_type", "tanh"), ("numeric_transform", "log"), ("numeric_scale", float("inf")),
+       ("numeric_scale", "5"), ("numeric_scale", -1.0), ("branch_momentum", 1.5), ("qk_shared_weights", "no")]
 
 
-@pytest.mark.parametrize("value, ok", [(np.float32(2.0), True), (np.int64(3), True), (7, True), (True, False),
-                                       (float("nan"), False), (float("inf"), False), (-1.0, False), ("5", False)])
-def test_numeric_scale_setting_is_checked_before_the_network(value, ok):
-    """The setting's own check (a search space may hand over numpy numbers; bool is an int but not a scale)."""
-    from autogluon_maya.maya.defaults import numeric_scale
+@pytest.mark.parametrize("key, value", BAD)
+def test_every_setting_is_checked_naming_it(key, value):
+    from autogluon_maya.maya.defaults import check_params, resolve_defaults
 
-    if ok:
-        assert numeric_scale({"numeric_scale": value}, "binary") == float(value)
-    else:
-        with pytest.raises(ValueError, match="numeric_scale"):
-            numeric_scale({"numeric_scale": value}, "binary")
+    with pytest.raises(ValueError, match=key):
+        check_params({**resolve_defaults("binary"), key: value})
 
 
-@pytest.mark.parametrize("value", ["Auto", "0.1", True, 1.0, -0.1])
-def test_bad_label_smoothing_fails_naming_it(value):
-    """A misspelt "auto", a number as text or True (an int in Python) is no smoothing: the fit fails naming the
-    setting rather than converting it or failing inside float()."""
-    df = _frame()
-    df["y"] += (df["x2"] > 0.5).astype(int)
-    with pytest.raises(Exception, match="label_smoothing"):
-        TabularPredictor(label="y", path="ag", verbosity=0).fit(
-            df, hyperparameters={"MAYA": {**TINY, "label_smoothing": value}}, raise_on_model_failure=True,
-            fit_weighted_ensemble=False)
+def test_numpy_numbers_from_a_search_space_pass_as_python_numbers():
+    from autogluon_maya.maya.defaults import check_params, resolve_defaults
+
+    p = check_params({**resolve_defaults("binary"), "numeric_scale": np.float32(2.0), "hidden_size": np.int64(32),
+                      "add_act": np.bool_(True)})
+    assert (p["numeric_scale"], p["hidden_size"], p["add_act"]) == (2.0, 32, True)
+    assert type(p["hidden_size"]) is int and type(p["add_act"]) is bool
 
 
 @pytest.mark.parametrize("setting, named", [({"numeric_transform": "log"}, "numeric_transform"),
-                                            ({"quantile_transform": "minmax"}, "quantile_transform"),
-                                            ({"numeric_scale": 0}, "numeric_scale"),
+                                            ({"label_smoothing": 0.1}, "label_smoothing"),
                                             ({"numeric_scale": "big"}, "numeric_scale")])
-def test_bad_numeric_setting_fails_naming_it(setting, named):
-    """A transform name the encoder does not know, a string for the True/False ``quantile_transform`` (which
-    once silently meant True), or a scale that is not a positive number fails the fit with an error naming the
-    setting."""
+def test_bad_setting_fails_the_fit_naming_it(setting, named):
+    """A value the setting does not take, or a setting MAYA does not have (a removed one included), fails the
+    fit at its start with an error naming it."""
     with pytest.raises(Exception, match=named):
         TabularPredictor(label="y", path="ag", verbosity=0).fit(
             _frame(), hyperparameters={"MAYA": {**TINY, **setting}}, raise_on_model_failure=True,

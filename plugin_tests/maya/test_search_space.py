@@ -10,7 +10,7 @@ import pytest
 from autogluon.common import space
 
 from autogluon_maya import MayaModel
-from autogluon_maya.maya.defaults import DEFAULT_PARAMS, TASK_DEFAULTS
+from autogluon_maya.maya.defaults import PROBLEM_TYPES, resolve_defaults
 from autogluon_maya.maya.search_space import maya_search_space, round_hidden_size
 
 # Table 12, as printed: UniformInt[a,b] -> ("int", a, b); Uniform -> ("uniform", a, b);
@@ -53,10 +53,11 @@ def test_space_entry_equals_the_papers(name):
         assert type(sp) is space.Real
         assert (sp.lower, sp.upper) == pytest.approx(tuple(values))
         assert bool(sp.log) == (kind == "loguniform")
-    else:
+    else:  # the paper's choices, and the default first where the table lacks it (batch_size "auto")
         assert type(sp) is space.Categorical
-        assert len(sp.data) == len(values[0])
-        assert set(sp.data) == values[0]
+        default = resolve_defaults("binary")[name]
+        assert set(sp.data) == values[0] | {default} and len(sp.data) == len(set(sp.data))
+        assert sp.data[0] == default
 
 
 def test_the_papers_tuned_configurations_lie_inside_the_space():
@@ -67,18 +68,26 @@ def test_the_papers_tuned_configurations_lie_inside_the_space():
     assert 1 in ss["num_heads"].data
 
 
-def test_search_starts_from_the_defaults_where_the_table_allows():
-    ss = maya_search_space()
-    for name, sp in ss.items():
-        if isinstance(sp, (space.Real, space.Int)):
-            assert sp.lower <= sp.default <= sp.upper, name
-            if DEFAULT_PARAMS[name] == "auto":  # task-dependent: the space starts from the regression value
-                assert sp.default == TASK_DEFAULTS["regression"][name], name
-            elif DEFAULT_PARAMS[name] is not None and sp.lower <= DEFAULT_PARAMS[name] <= sp.upper:
-                assert sp.default == DEFAULT_PARAMS[name], name
-        elif DEFAULT_PARAMS[name] in sp.data:
-            # AutoGluon tries a Categorical's first choice first: the default
-            assert sp.data[0] == DEFAULT_PARAMS[name], name
+def _first_trial(spaces: dict) -> dict:
+    """What AutoGluon's HPO tries first: every space's default (ray_hpo passes them as points_to_evaluate)."""
+    return {k: v.default if isinstance(v, space.Space) else v for k, v in spaces.items()}
+
+
+@pytest.mark.parametrize("recipe", ["default", "paper"])
+@pytest.mark.parametrize("problem_type", PROBLEM_TYPES)
+def test_the_first_trial_is_the_tasks_default_configuration(problem_type, recipe, tmp_path):
+    """Both ways into HPO start at the default of the fit's problem type and recipe: the model's own search
+    space (``hyperparameter_tune`` with plain hyperparameters) and ``maya_search_space()`` passed by a user,
+    which does not know the problem type."""
+    want = resolve_defaults(problem_type, recipe)
+    hp = {} if recipe == "default" else {"recipe": "paper"}
+    for given in ({}, maya_search_space()):
+        model = MayaModel(problem_type=problem_type, path=str(tmp_path), name="m", hyperparameters={**given, **hp})
+        model.initialize()
+        first = _first_trial(model._get_search_space())
+        first.pop(model.seed_name)
+        assert first == want
+        assert sum(isinstance(v, space.Space) for v in model._get_search_space().values()) == len(PAPER_TABLE12)
 
 
 def test_space_defaults_follow_overrides_and_are_clipped():
@@ -87,7 +96,7 @@ def test_space_defaults_follow_overrides_and_are_clipped():
     assert ss["hidden_size"].default == 256  # clipped to the paper's upper bound
     assert ss["dropout"].default == 0.25
     assert ss["learning_rate"].default == 5e-3
-    assert ss["batch_size"].data[0] == 2048 and set(ss["batch_size"].data) == {1024, 2048, 4096}
+    assert ss["batch_size"].data == [2048, 1024, 4096]
     assert ss["num_heads"].data[0] == 8
 
 
@@ -115,7 +124,7 @@ def test_model_default_searchspace_has_table12_keys(tmp_path):
     model = MayaModel(problem_type="binary", path=str(tmp_path), name="m")
     ss = model._get_default_searchspace()
     assert set(ss) == set(PAPER_TABLE12)
-    assert ss["hidden_size"].default == DEFAULT_PARAMS["hidden_size"]
+    assert ss["hidden_size"].default == resolve_defaults("binary")["hidden_size"]
 
 
 def test_model_searchspace_starts_from_user_hyperparameters(tmp_path):

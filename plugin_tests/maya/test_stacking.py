@@ -8,18 +8,17 @@ from autogluon_maya.maya.trainer import effective_batch_size
 
 
 def test_auto_batch_gives_small_tables_at_least_eight_steps_per_epoch():
-    assert effective_batch_size("auto", 13_000) == 256
-    assert effective_batch_size("auto", 300) == 37  # 300 // 8
-    assert effective_batch_size("auto", 100) == 32  # never below 32 ...
-    assert effective_batch_size("auto", 20) == 20  # ... nor above the table
-    assert effective_batch_size(None, 3) == 3
+    assert effective_batch_size("auto", 13_000, 256) == 256
+    assert effective_batch_size("auto", 300, 256) == 37  # 300 // 8
+    assert effective_batch_size("auto", 100, 256) == 32  # never below 32 ...
+    assert effective_batch_size("auto", 20, 256) == 20  # ... nor above the table
+    assert effective_batch_size("auto", 3, 256) == 3
 
 
 @pytest.mark.parametrize("problem_type, rows", [("multiclass", 128), ("regression", 256)])
 def test_auto_batch_is_the_tasks_and_does_not_grow_with_the_number_of_classes(tmp_path, problem_type, rows):
-    """Measured on letter (26 classes, 300 s, 2 cores): 832 rows (32 per class) 0.9558, 256 rows 0.9610, so a
-    26-class fit trains with the plain auto batch, not more rows per class; with the budget anneal 128 rows
-    scored higher still on letter and satimage, so classification's auto batch is 128 (regression keeps 256)."""
+    """The table's auto batch (defaults.AUTO_BATCH_ROWS): 128 rows for classification, 256 for regression, with
+    no more rows for more classes (letter's 26 classes scored lower at 32 rows per class, docs/maya.md)."""
     import pandas as pd
 
     from autogluon_maya import MayaModel
@@ -36,10 +35,10 @@ def test_auto_batch_is_the_tasks_and_does_not_grow_with_the_number_of_classes(tm
 
 
 def test_explicit_batch_size_is_used_as_given_capped_only_by_the_rows():
-    assert effective_batch_size(256, 300) == 256  # not lowered to 300 // 8
-    assert effective_batch_size(4096, 1000) == 1000  # the paper's sizes on a small table: one batch
-    assert effective_batch_size(16, 100) == 16
-    assert effective_batch_size(1, 3) == 2  # a 1-row batch has no context
+    assert effective_batch_size(256, 300, 128) == 256  # not lowered to 300 // 8
+    assert effective_batch_size(4096, 1000, 128) == 1000  # the paper's sizes on a small table: one batch
+    assert effective_batch_size(16, 100, 128) == 16
+    assert effective_batch_size(1, 3, 128) == 2  # a 1-row batch has no context
 
 
 def test_bagged_stacked_with_gbm_and_refit_full():

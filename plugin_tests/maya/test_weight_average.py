@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from autogluon_maya.common.training import TimeBudget
+from autogluon_maya.maya.defaults import resolve_defaults
 from autogluon_maya.maya.network import MayaNetwork
 from autogluon_maya.maya.trainer import FittedMaya, WeightAverage, make_loss, train_maya
 
@@ -59,9 +60,9 @@ def _fit(ema_epochs, validate: bool, policy=None):
     net = MayaNetwork(n_num=4, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2, hidden_size=16,
                       num_heads=2, num_branch=2, num_layers=1)
     fitted = FittedMaya(net)
-    params = {"learning_rate": 3e-3, "weight_decay": 0.0, "patience": None, "batch_size": 64,
-              "use_branch_weights": True, "num_branch": 2, "branch_momentum": 0.9, "ema_epochs": ema_epochs,
-              "adaptive_threads": False, "validation_every": 1, "lr_scheduler": "none"}
+    # the paper's constant rate: the same live trajectory with and without validation
+    params = {**resolve_defaults("binary", "paper"), "learning_rate": 3e-3, "weight_decay": 0.0, "patience": None,
+              "batch_size": 64, "num_branch": 2, "ema_epochs": ema_epochs, "adaptive_threads": False}
     seen = []
 
     def score(f):
@@ -113,13 +114,12 @@ def test_training_continues_from_the_live_weights():
 
 
 @pytest.mark.parametrize("problem_type", ["regression", "binary"])
-def test_auto_defaults_resolve_per_task_in_a_real_fit(problem_type, tmp_path):
-    """``"auto"`` becomes the task's values (defaults.TASK_DEFAULTS) in the training that runs and in
-    ``params_trained``, which refit_full and a saved model read back; an explicit value wins."""
+def test_the_tables_defaults_reach_a_real_fit(problem_type, tmp_path):
+    """The problem type's row of the table (defaults.DEFAULT_PARAMS) is what trains, and ``params_trained``,
+    which refit_full and a saved model read back, carries it; an explicit value wins."""
     import pandas as pd
 
     from autogluon_maya import MayaModel
-    from autogluon_maya.maya.defaults import TASK_DEFAULTS
 
     g = torch.Generator().manual_seed(0)
     X = pd.DataFrame(torch.randn(300, 3, generator=g).numpy(), columns=["a", "b", "c"])
@@ -127,13 +127,13 @@ def test_auto_defaults_resolve_per_task_in_a_real_fit(problem_type, tmp_path):
     model = MayaModel(path=str(tmp_path / "m"), name="m", problem_type=problem_type,
                       hyperparameters={"max_epochs": 2, "hidden_size": 16, "num_heads": 2, "num_layers": 1})
     model.fit(X=X.iloc[:240], y=y.iloc[:240], X_val=X.iloc[240:], y_val=y.iloc[240:], num_cpus=1)
-    want = TASK_DEFAULTS["regression" if problem_type == "regression" else "classification"]
+    want = resolve_defaults(problem_type)
     # refit_full replays the average only where it won the validation
     kept = want["ema_epochs"] if model._fit_summary["best_is_average"] is not False else None
     assert model.params_trained["ema_epochs"] == kept
     assert (model._fit_summary["weight_average_decay"] is not None) is (want["ema_epochs"] is not None)
     assert [m.net.blocks[0].n for m in model.model.members] == [want["num_branch"]] * len(model.model)
-    # an explicit value wins over "auto"
+    # an explicit value wins over the table
     model2 = MayaModel(path=str(tmp_path / "m2"), name="m2", problem_type=problem_type,
                        hyperparameters={"max_epochs": 1, "hidden_size": 16, "num_heads": 2, "num_layers": 1,
                                         "ema_epochs": None if problem_type == "regression" else 3, "num_branch": 3})

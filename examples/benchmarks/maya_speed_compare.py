@@ -45,7 +45,15 @@ if ds.is_classification:
     yl = y.astype("category").cat.codes.to_numpy().astype(np.int64); kind, out = "class", int(yl.max()) + 1
 else:
     yl = TargetScaler(y).transform(y).astype(np.float32); kind, out = "real", 1
-p = args["params"]
+# A version with one table of defaults (defaults.resolve_defaults) checks every setting and reads all of them:
+# the table's for this problem type, then the shared settings, then the ones only such a version takes.  An older
+# version reads the settings it is given, its own defaults for the rest, and takes the old-only ones.
+try:
+    from autogluon_maya.maya.defaults import check_params, resolve_defaults
+except ImportError:
+    p = {**args["params"], **args["old_params"]}
+else:
+    p = check_params({**resolve_defaults(ds.task), **args["params"], **args["table_params"]})
 net = MayaNetwork(t.x_num.shape[1], enc.cat_cardinalities, out, kind, out if kind == "class" else 0,
                   **{k: p[k] for k in ("hidden_size", "num_heads", "num_branch", "num_layers",
                                        "intermediate_factor", "dropout", "num_decoder_layers", "decoder_dropout")})
@@ -92,9 +100,23 @@ PARAMS = {  # 172ea17's default size (two MBA blocks; the default is one since f
     # with the batch size written out so that both versions use 256 rows
     "hidden_size": 64, "num_heads": 4, "num_branch": 2, "num_layers": 2, "intermediate_factor": 2.0,
     "dropout": 0.1, "num_decoder_layers": 1, "decoder_dropout": 0.1, "learning_rate": 1e-3,
-    "weight_decay": 1e-5, "batch_size": 256, "lr_scheduler": "none", "patience": None,
-    "use_branch_weights": True, "branch_momentum": 0.9, "train_context_size": 0,
+    "weight_decay": 1e-5, "batch_size": 256, "patience": None,
+    "use_branch_weights": True, "branch_momentum": 0.9,
 }
+# Both versions train at a constant learning rate with no weight average.  A version before the table of defaults
+# (172ea17) takes lr_scheduler="none" for that (its default cut the rate on a validation plateau, or decayed it on
+# a cosine without validation); its train_context_size is left at its default 0 (no extra training context), the
+# one behaviour today's version has.  Today's version keeps the rate constant under recipe="paper" (which also
+# decays only the weight matrices: the same AdamW work per step) and averages weights only with ema_epochs set
+# (regression's default is 5).  Its other settings are its table's: validation every k epochs ("auto"), adaptive
+# threads.
+OLD_PARAMS = {"lr_scheduler": "none"}
+TABLE_PARAMS = {"recipe": "paper", "ema_epochs": None}
+
+
+def child_args(params: dict, **args) -> dict:
+    """The child's JSON arguments: the shared settings and each kind of version's own (see ``CHILD_SETUP``)."""
+    return {**args, "params": params, "old_params": OLD_PARAMS, "table_params": TABLE_PARAMS}
 
 
 NUM_LAYERS_HELP = "MBA blocks for both versions: 2 is 172ea17's default size, 1 today's default"
@@ -148,15 +170,15 @@ def main():
         for threads in args.threads:
             for r in range(args.repeats):
                 for name, root in versions.items():
-                    child = {"data": args.data, "threads": threads, "epochs": args.epochs, "params": params,
-                             "validation": args.validation}
+                    child = child_args(params, data=args.data, threads=threads, epochs=args.epochs,
+                                       validation=args.validation)
                     m = json.loads(run_child(root, child).strip().splitlines()[-1])
                     assert m["module"].startswith(str(root)), (name, m["module"])  # the version it claims
                     rows.append({"version": name, "threads": threads, "repeat": r,
                                  "rows_per_wall_s": m["rows"] / m["wall_s"], "rows_per_cpu_s": m["rows"] / m["cpu_s"]})
                     print(rows[-1], flush=True)
         for name, root in (versions.items() if not args.validation else ()):  # profiles: steps only
-            prof = run_child(root, {"data": args.data, "threads": 1, "epochs": 1, "params": params, "profile": True})
+            prof = run_child(root, child_args(params, data=args.data, threads=1, epochs=1, profile=True))
             tag = ("baseline" if name.startswith("baseline") else "current") + layers_tag(args.num_layers)
             (out / f"profile_{tag}.txt").write_text(f"# {name}, 1 thread, 10 training steps at batch 256\n" + prof)
     summary = []
@@ -168,7 +190,8 @@ def main():
                         "ratio_wall": med["this checkout"]["rows_per_wall_s"] / med[base]["rows_per_wall_s"],
                         "ratio_cpu": med["this checkout"]["rows_per_cpu_s"] / med[base]["rows_per_cpu_s"]})
     tag = ("_with_validation" if args.validation else "") + layers_tag(args.num_layers)
-    (out / f"speed{tag}.json").write_text(json.dumps({"params": params, "data": Path(args.data).name,
+    (out / f"speed{tag}.json").write_text(json.dumps({"params": params, "old_params": OLD_PARAMS,
+                                                      "table_params": TABLE_PARAMS, "data": Path(args.data).name,
                                                      "validation": args.validation,
                                                 "runs": rows, "summary": summary}, indent=2))
     what = ("validation on P1's validation rows included, each version by its own policy" if args.validation

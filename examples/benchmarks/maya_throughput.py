@@ -23,9 +23,9 @@ from torch.utils.flop_counter import FlopCounterMode
 from autogluon_maya.common.preprocessing import TabularEncoder, TargetScaler
 from autogluon_maya.common.protocol import default_datasets_dir, load_dataset, p1_split
 from autogluon_maya.common.training import TimeBudget
-from autogluon_maya.maya.defaults import DEFAULT_PARAMS, resolve_task_defaults
-from autogluon_maya.maya.network import MayaNetwork
-from autogluon_maya.maya.trainer import FittedMaya, make_loss, train_maya
+from autogluon_maya.maya.defaults import AUTO_BATCH_ROWS, check_params, resolve_defaults
+from autogluon_maya.maya.network import NETWORK_KEYS, MayaNetwork
+from autogluon_maya.maya.trainer import FittedMaya, effective_batch_size, make_loss, train_maya
 
 
 def matmul_gflops(n: int, repeats: int = 10) -> float:
@@ -59,17 +59,18 @@ def main():
     ds = load_dataset(args.data)
     train, _, _ = p1_split(ds, 0)
     X, y = train.drop(columns=[ds.target]), train[ds.target]
-    enc = TabularEncoder().fit(X)
+    p = check_params(resolve_defaults(ds.task))  # the table's defaults for this problem type
+    enc = TabularEncoder(numeric_transform=p["numeric_transform"]).fit(X)
     t = enc.transform(X)
-    p = resolve_task_defaults(dict(DEFAULT_PARAMS), regression=not ds.is_classification)  # "auto" -> the task's value
+    # the batch a fit would use on these rows ("auto": the problem type's rows, fewer on small tables)
+    p["batch_size"] = effective_batch_size(p["batch_size"], len(X), AUTO_BATCH_ROWS[ds.task])
     if ds.is_classification:
         codes = y.astype("category").cat.codes.to_numpy().astype(np.int64)
         kind, out_dim, n_cls, yl = "class", int(codes.max()) + 1, int(codes.max()) + 1, codes
     else:
         kind, out_dim, n_cls, yl = "real", 1, 0, TargetScaler(y).transform(y)
-    net = MayaNetwork(t.x_num.shape[1], enc.cat_cardinalities, out_dim, kind, n_cls,
-                      **{k: p[k] for k in ("hidden_size", "num_heads", "num_branch", "num_layers",
-                                           "intermediate_factor", "dropout", "num_decoder_layers")})
+    net = MayaNetwork(t.x_num.shape[1], enc.cat_cardinalities, out_dim, kind, n_cls, problem_type=ds.task,
+                      **{k: p[k] for k in NETWORK_KEYS})
     fitted = FittedMaya(net)
     x_num, x_cat, y_t = torch.from_numpy(t.x_num), torch.from_numpy(t.x_cat), torch.from_numpy(yl)
     loss_fn = make_loss(kind)
@@ -94,7 +95,9 @@ def main():
     infer_s = time.perf_counter() - t0
     assert torch.isfinite(preds).all()
 
-    d, T = p["hidden_size"], net.tokenizer.n_tokens
+    with torch.no_grad():  # tokens per row: [CLS] + one per feature, as the tokenizer emits them
+        T = net.tokenizer(x_num[:1], x_cat[:1]).shape[1]
+    d = p["hidden_size"]
     res = {
         "dataset": ds.name, "threads": args.threads, "train_rows": len(x_num), "epochs": summary["epochs"],
         "train_rows_per_s": rows / train_s,

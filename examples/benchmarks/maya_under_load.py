@@ -21,7 +21,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from maya_speed_compare import CHILD_SETUP, NUM_LAYERS_HELP, PARAMS, layers_tag, run_child, unpack  # noqa: E402
+from maya_speed_compare import (CHILD_SETUP, NUM_LAYERS_HELP, PARAMS, child_args, layers_tag, run_child,  # noqa: E402
+                                unpack)
 
 CHILD = CHILD_SETUP + r"""
 import inspect
@@ -65,7 +66,7 @@ def main():
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         versions = {f"baseline {args.baseline}": unpack(args.baseline, Path(tmp)), "this checkout": REPO}
-        child = {"data": args.data, "threads": args.threads, "epochs": args.epochs, "params": params}
+        child = child_args(params, data=args.data, threads=args.threads, epochs=args.epochs)
         for condition in ("alone", "beside a busy process"):
             busy = subprocess.Popen([sys.executable, "-c", BUSY]) if condition != "alone" else None
             try:

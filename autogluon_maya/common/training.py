@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -113,6 +113,35 @@ class BestCheckpoint:
 
 def to_tensors(arrays: List[np.ndarray], device: torch.device) -> List[torch.Tensor]:
     return [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays]
+
+
+def faster_thread_count(run: Callable[[], object], max_threads: Optional[int],
+                        clock: Callable[[], float] = time.perf_counter,
+                        slower: float = 1.5) -> Tuple[int, Dict[int, float]]:
+    """Times ``run()`` with one thread and with ``max_threads`` and returns the faster count together
+    with the timings ``{threads: seconds}`` (each the fastest of its timed calls).
+
+    For a fit that cannot afford ``AdaptiveThreads``' probe of whole training steps (TabSwift's
+    fits last seconds): ``run`` is one small representative forward pass.  One thread is timed
+    twice (the first call of a process also pays one-off allocations), ``max_threads`` once, and a
+    second time only when the first call was not clearly slower (``slower`` x one thread): on a
+    loaded machine that call costs a spin-waiting pass, and one is enough to see it.  The thread
+    count in force before the call is restored; ``clock`` is injectable for tests."""
+    max_threads = int(max_threads or 1)
+    if max_threads <= 1:
+        return 1, {}
+
+    def timed(n: int) -> float:
+        with torch_threads(n):
+            t0 = clock()
+            run()
+            return clock() - t0
+
+    one = min(timed(1), timed(1))
+    full = timed(max_threads)
+    if full <= slower * one:
+        full = min(full, timed(max_threads))
+    return (max_threads if full < one else 1), {1: one, max_threads: full}
 
 
 class AdaptiveThreads:

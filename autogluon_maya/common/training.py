@@ -157,14 +157,16 @@ class AdaptiveThreads:
     a loaded machine it costs one slow step, not several.
     """
 
-    def __init__(self, max_threads: Optional[int], probe_steps: int = 3, period_s: float = 30.0):
+    def __init__(self, max_threads: Optional[int], probe_steps: int = 3, period_s: float = 30.0,
+                 clock: Callable[[], float] = time.perf_counter):
+        self.clock = clock  # step timings and the probe period (injectable for tests)
         self.max_threads = int(max_threads or 1)
         self.enabled = self.max_threads > 1
         self.probe_steps, self.period_s = probe_steps, period_s
         self.chosen = self.max_threads
         self._plan: List[int] = []
         self._times: Dict[int, List[float]] = {}
-        self._next_probe = 0.0
+        self._next_probe = float("-inf")
         self._t0 = 0.0
         self._last_full: List[float] = []  # the full count's step times at the last probe
         self.history: List[Tuple[float, int]] = []  # (time, threads chosen)
@@ -174,7 +176,7 @@ class AdaptiveThreads:
         step could overrun the limit) keeps the current choice and postpones any new probe."""
         if not self.enabled:
             return
-        if not self._plan and time.time() >= self._next_probe and allow_probe:
+        if not self._plan and self.clock() >= self._next_probe and allow_probe:
             # one untimed warm-up step after each change of thread count, then probe_steps timed ones
             self._plan = [1] * (self.probe_steps + 1) + [self.max_threads] * (self.probe_steps + 1)
             self._times = {1: [], self.max_threads: []}
@@ -184,12 +186,12 @@ class AdaptiveThreads:
         current = self._plan[0] if self._plan else self.chosen
         if torch.get_num_threads() != current:
             torch.set_num_threads(current)
-        self._t0 = time.perf_counter()
+        self._t0 = self.clock()
 
     def after_step(self) -> None:
         if not self.enabled or not self._plan:
             return
-        seconds = time.perf_counter() - self._t0
+        seconds = self.clock() - self._t0
         c = self._plan.pop(0)
         if sum(1 for x in self._plan if x == c) >= self.probe_steps:
             return  # the warm-up step after a change of thread count: neither timed nor judged
@@ -211,4 +213,4 @@ class AdaptiveThreads:
             self.history.append((round(time.time(), 1), self.chosen))
         if self._times.get(self.max_threads):
             self._last_full = list(self._times[self.max_threads])
-        self._next_probe = time.time() + self.period_s
+        self._next_probe = self.clock() + self.period_s

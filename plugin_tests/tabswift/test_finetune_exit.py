@@ -16,6 +16,7 @@ from autogluon_maya.tabswift.ensemble import TabSwiftEnsemble
 from autogluon_maya.tabswift.finetune import retrain_exit_heads
 from autogluon_maya.tabswift.network import CLASSIFICATION
 from autogluon_maya.tabswift.weights import load_checkpoint
+from plugin_tests.resources import fit_on_cores
 
 FAST = {"n_estimators": 2, "max_context_rows": 512}
 HEADS = ("layer_heads.", "exit_heads.")
@@ -58,7 +59,7 @@ def _fit(tmp_path, hp, seed=1):
                           hyperparameters={"n_estimators": 2, "max_context_rows": 256, "fine_tune": True,
                                            "fine_tune_eval_every": 3, "fine_tune_rows": 128,
                                            "fine_tune_episodes_per_step": 2, "fine_tune_lr": 3e-4, **hp})
-    model.fit(X=X.iloc[:250], y=y.iloc[:250], X_val=X.iloc[250:], y_val=y.iloc[250:], num_cpus=1)
+    fit_on_cores(model, 1, X=X.iloc[:250], y=y.iloc[:250], X_val=X.iloc[250:], y_val=y.iloc[250:])
     return model, X.iloc[250:], y.iloc[250:]
 
 

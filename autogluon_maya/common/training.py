@@ -28,10 +28,16 @@ def torch_threads(num_threads: Optional[int]):
         torch.set_num_threads(previous)
 
 
+#: bf16 autocast by device type: on for CUDA (tensor cores), off for the CPU, where bf16 is slower here.
+#: ``examples/gpu_check.py --cpu`` turns the CPU entry on for its "GPU" side, to run the CUDA bf16 path
+#: (the same regions in reduced precision) on a machine without a GPU.
+BF16_AUTOCAST = {"cuda": True, "cpu": False}
+
+
 def autocast(device: torch.device):
-    """bf16 autocast on CUDA (tensor cores); plain fp32 on CPU, where bf16 is slower here."""
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
+    """bf16 autocast where ``BF16_AUTOCAST`` says so for the device's type, else plain fp32."""
+    if BF16_AUTOCAST.get(torch.device(device).type, False):
+        return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 

@@ -58,14 +58,17 @@ def batch_slices(n: int, batch_size: int, rng: np.random.Generator) -> Iterator[
 
 
 class TimeBudget:
-    """Wall-clock budget of one fit; ``None`` means unlimited."""
+    """Wall-clock budget of one fit; ``None`` means unlimited.  ``clock`` (seconds, ``time.time`` by
+    default: AutoGluon's own deadlines are on that scale) is injectable for tests."""
 
-    def __init__(self, time_limit: Optional[float], safety: float = 0.95):
-        self.start = time.time()
+    def __init__(self, time_limit: Optional[float], safety: float = 0.95,
+                 clock: Callable[[], float] = time.time):
+        self.clock = clock
+        self.start = clock()
         self.limit = None if time_limit is None else max(0.0, time_limit * safety)
 
     def elapsed(self) -> float:
-        return time.time() - self.start
+        return self.clock() - self.start
 
     def remaining(self) -> float:
         return float("inf") if self.limit is None else self.limit - self.elapsed()
@@ -76,7 +79,7 @@ class TimeBudget:
     def share(self, seconds: float) -> "TimeBudget":
         """A budget on the same clock that ends ``seconds`` from now, or with this one if that is sooner
         (one network's share of a fit that trains several)."""
-        part = TimeBudget(None)
+        part = TimeBudget(None, clock=self.clock)
         part.start = self.start
         end = self.elapsed() + max(0.0, seconds)
         part.limit = end if self.limit is None else min(self.limit, end)

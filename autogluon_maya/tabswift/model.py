@@ -172,7 +172,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                 """Validation score of the first members only: every evaluation re-encodes the context
                 (the weights changed), which dominates fine-tuning time on CPU.  Without early exit: the
                 exit heads still belong to the pretrained backbone while it is being tuned (they are
-                retrained afterwards), so exits would make the step selection depend on stale heads."""
+                retrained afterwards with tau set, dropped without), so exits would make the step
+                selection depend on stale heads."""
                 ens.members_, tau_kept = all_members[:n_eval], ens.tau
                 ens.tau = None
                 try:
@@ -231,10 +232,12 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         from .finetune import episode_probe
 
         threads, probe_seconds = max(1, int(num_cpus or 1)), 0.0
-        if device.type != "cpu":
-            return threads, probe_seconds
+        self._fit_threads = summary["threads"] = threads
+        choose = p["adaptive_threads"] and threads > 1
+        if device.type != "cpu" or len(ens.y_context_) < 2 or not (choose or p["fine_tune"]):
+            return threads, probe_seconds  # (an episode needs a support and a query row)
         probe = episode_probe(ens, rows=int(p["fine_tune_rows"]), seed=seed)
-        if p["adaptive_threads"] and threads > 1:
+        if choose:
             threads, times = faster_thread_count(probe, threads)
             probe_seconds = times[threads]
             summary["thread_probe_seconds"] = times

@@ -19,10 +19,16 @@ def test_gpu_check_script_runs_end_to_end_on_cpu(tmp_path):
     assert proc.returncode == 0 and not errors, (errors, proc.stderr[-2000:])
     assert set(checks) == {"maya_bf16", "tabswift_bf16", "hpo", "ray_train_ddp", "reload_without_cuda"}
     r = {k: v["result"] for k, v in checks.items()}
-    # on the CPU both sides of each comparison are the same fp32 arithmetic: identical numbers
-    assert r["maya_bf16"]["score_delta_gpu_minus_cpu"] == 0.0
-    assert r["tabswift_bf16"]["max_abs_delta"] == 0.0
-    assert r["reload_without_cuda"]["max_abs_delta"] == 0.0 and r["reload_without_cuda"]["device_after_load"] == "cpu"
+    # the "GPU" sides ran under CPU bf16 autocast: MAYA trained in bf16 and still scores near the fp32 fit
+    # (0.0 on this data); TabSwift's bf16 probabilities differ from fp32 (so bf16 really ran) but only
+    # by rounding (8e-4 measured; with tau=0.5 the exit heads decide, 7e-4 measured)
+    assert abs(r["maya_bf16"]["score_delta_gpu_minus_cpu"]) <= 0.05
+    assert 0.0 < r["tabswift_bf16"]["max_abs_delta"] <= 0.01
+    assert r["tabswift_bf16"]["max_abs_delta_tau_0.5"] <= 0.05
+    # the reloaded pickle had every tensor recorded on cuda:0 and still predicts exactly the same on the CPU
+    reload = r["reload_without_cuda"]
+    assert reload["storages_rewritten_to_cuda"] > 0
+    assert reload["max_abs_delta"] == 0.0 and reload["device_after_load"] == "cpu"
     assert r["hpo"]["trials_finished"] >= 1
     assert r["ray_train_ddp"]["steps_done"] == r["ray_train_ddp"]["steps_asked"]
     assert "| maya_bf16 | ok |" in (tmp_path / "out" / "results.md").read_text()

@@ -19,6 +19,7 @@ import pytest
 from autogluon.core.utils.exceptions import NoValidFeatures
 
 from autogluon_maya import MayaModel, TabSwiftModel
+from plugin_tests.resources import fit_on_cores
 
 MAYA_TINY = {"max_epochs": 15, "hidden_size": 16, "num_heads": 2, "num_layers": 1, "batch_size": 64}
 TABSWIFT_TINY = {"n_estimators": 1, "max_context_rows": 256}
@@ -30,7 +31,7 @@ METRIC = {"binary": "accuracy", "multiclass": "accuracy", "regression": "root_me
 def _fit(cls, tmp_path, X, y, problem_type, hp=None, **fit_kw):
     model = cls(path=str(tmp_path / cls.__name__), name=cls.__name__, problem_type=problem_type,
                 eval_metric=METRIC[problem_type], hyperparameters={**HP[cls], **(hp or {})})
-    model.fit(X=X, y=y, num_cpus=1, **fit_kw)
+    fit_on_cores(model, 1, X=X, y=y, **fit_kw)
     return model
 
 

@@ -3,9 +3,10 @@
 - "A saved predictor loads in a fresh process without [``import autogluon_maya``]": the child process
   imports only AutoGluon, loads the predictor and predicts; the probabilities must equal those of the
   fitting process for both models.
-- "a model trained on a GPU loads and predicts on a CPU-only machine": this machine has no GPU, so we
-  test what a CPU machine can: the saved models record ``cuda`` as their training device (as a GPU fit
-  does), and the child, with ``CUDA_VISIBLE_DEVICES=""``, must load them onto the CPU and predict the same.
+- "a model trained on a GPU loads and predicts on a CPU-only machine": no GPU is needed to write what a
+  GPU fit saves: the pickles record ``cuda`` as the training device and every tensor in them on
+  ``cuda:0``, and the child, with ``CUDA_VISIBLE_DEVICES=""``, must load them onto the CPU and predict
+  the same.
 """
 
 from __future__ import annotations
@@ -80,18 +81,46 @@ def test_fresh_process_predicts_the_same_without_importing_the_package(fitted):
         np.testing.assert_allclose(np.asarray(result[m]["proba"]), expected[m], atol=1e-6, err_msg=m)
 
 
+def _pickle_as_if_on_cuda(obj) -> tuple:
+    """``pickle.dumps(obj)`` with every torch storage recorded as living on ``cuda:0`` -- the bytes a GPU
+    process writes for a CUDA tensor -- and the number of storages written.  No GPU is needed: torch
+    pickles a storage as ``torch.save`` bytes whose location comes from ``torch.serialization.location_tag``."""
+    import torch.serialization
+
+    real, count = torch.serialization.location_tag, [0]
+
+    def on_cuda(storage):
+        count[0] += 1
+        return "cuda:0"
+
+    torch.serialization.location_tag = on_cuda
+    try:
+        return pickle.dumps(obj), count[0]
+    finally:
+        torch.serialization.location_tag = real
+
+
 def test_model_recorded_as_trained_on_cuda_loads_on_cpu_and_predicts_the_same(fitted):
+    """What a GPU fit could leave in the pickle: "cuda" as the training device, and tensors recorded on
+    cuda:0 (any the move to the CPU before saving did not reach; MAYA's networks are in the pickle,
+    TabSwift keeps its weights beside it). Plain unpickling of such bytes fails on a CPU-only machine;
+    the models' load must restore them on the CPU and predict the same."""
+    import torch
+
     root, expected = fitted
     gpu_dir = root / "ag_gpu"
     shutil.copytree(root / "ag", gpu_dir)
+    storages = {}
     for m in MODELS:
-        # What a GPU fit leaves in the pickle: tensors moved to the CPU for saving (MAYA's
-        # set_device_on_save_to; TabSwift keeps its weights outside the pickle) and "cuda" as the
-        # training device. Edited on disk, because saving through the model would move it to "cuda".
         pkl = gpu_dir / "models" / m / "model.pkl"
         model = pickle.loads(pkl.read_bytes())
         model.device_train = model.device = "cuda"
-        pkl.write_bytes(pickle.dumps(model))
+        data, storages[m] = _pickle_as_if_on_cuda(model)
+        pkl.write_bytes(data)
+        if storages[m] and not torch.cuda.is_available():  # the bytes really say cuda:0
+            with pytest.raises(RuntimeError, match="CUDA device"):
+                pickle.loads(data)
+    assert storages["Maya"] > 0, "MAYA's pickle holds its networks: the rewrite must have reached them"
     result = _predict_in_child(root, gpu_dir, {"CUDA_VISIBLE_DEVICES": ""})
     for m in MODELS:
         assert result[m]["device"] == "cpu", m

@@ -15,6 +15,7 @@ import pandas as pd
 from sklearn.metrics import roc_auc_score
 
 from autogluon_maya import MayaModel, TabSwiftModel
+from plugin_tests.resources import fit_on_cores
 
 TINY = {"max_epochs": 25, "hidden_size": 16, "num_heads": 2, "num_layers": 1, "batch_size": 64, "patience": None}
 
@@ -33,8 +34,7 @@ def _weighted_table(n=600, seed=0):
 def _fit_maya(tmp_path, X, y, w, name):
     model = MayaModel(path=str(tmp_path / name), name=name, problem_type="binary", eval_metric="roc_auc",
                       hyperparameters=TINY)
-    model.fit(X=X, y=y, sample_weight=w, num_cpus=1)
-    return model
+    return fit_on_cores(model, 1, X=X, y=y, sample_weight=w)
 
 
 def test_maya_loss_uses_sample_weight(tmp_path):
@@ -64,11 +64,11 @@ def test_tabswift_warns_that_it_ignores_sample_weight(tmp_path, caplog):
     ours.addHandler(caplog.handler)
     try:
         with caplog.at_level(logging.WARNING, logger=name):
-            model.fit(X=X, y=y, sample_weight=w, num_cpus=1)
+            fit_on_cores(model, 1, X=X, y=y, sample_weight=w)
         assert "ignores sample_weight" in caplog.text
         caplog.clear()
         with caplog.at_level(logging.WARNING, logger=name):
-            model.fit(X=X, y=y, num_cpus=1)
+            fit_on_cores(model, 1, X=X, y=y)
         assert "sample_weight" not in caplog.text  # no warning when no weights were given
     finally:
         ours.removeHandler(caplog.handler)

@@ -2,7 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import threading
 from typing import Any, Dict, Optional, Tuple
+
+_STORAGE_PATCH = threading.RLock()
+
+
+@contextlib.contextmanager
+def storages_restored_on_cpu():
+    """While active, unpickled torch storages land on the CPU whatever device they were saved from."""
+    import torch
+    import torch.storage
+
+    def load_on_cpu(blob: bytes):
+        return torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
+
+    with _STORAGE_PATCH:
+        real = torch.storage._load_from_bytes
+        torch.storage._load_from_bytes = load_on_cpu
+        try:
+            yield
+        finally:
+            torch.storage._load_from_bytes = real
 
 
 class TorchPluginMixin:
@@ -17,6 +40,23 @@ class TorchPluginMixin:
         torch.manual_seed(seed)
         torch.set_num_threads(max(1, int(num_cpus)))
         return seed, torch.device(self._resolve_fit_device(num_gpus=num_gpus))
+
+    @classmethod
+    def load(cls, path: str, reset_paths: bool = True, verbose: bool = True):
+        """AutoGluon's load, with every torch storage in the pickle restored on the CPU when this machine
+        has no CUDA device.
+
+        A model fitted on a GPU is moved to the CPU before saving, but a tensor the move does not reach
+        (a cached state, a buffer kept outside the modules) would be pickled with its ``cuda:0`` location,
+        and plain unpickling then fails on a CPU-only machine ("Attempting to deserialize object on a CUDA
+        device").  Torch pickles a storage as ``torch.storage._load_from_bytes(bytes)``; during this load
+        that function is replaced by one that maps it to the CPU, weights only."""
+        import torch
+
+        if torch.cuda.is_available():
+            return super().load(path=path, reset_paths=reset_paths, verbose=verbose)
+        with storages_restored_on_cpu():
+            return super().load(path=path, reset_paths=reset_paths, verbose=verbose)
 
     def _get_child_num_cpus(self) -> Optional[int]:
         """Threads for predict: those the fit was given (AutoGluon asserts global torch state is unchanged)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import time
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -28,10 +28,16 @@ def torch_threads(num_threads: Optional[int]):
         torch.set_num_threads(previous)
 
 
+#: bf16 autocast by device type: on for CUDA (tensor cores), off for the CPU, where bf16 is slower here.
+#: ``examples/gpu_check.py --cpu`` turns the CPU entry on for its "GPU" side, to run the CUDA bf16 path
+#: (the same regions in reduced precision) on a machine without a GPU.
+BF16_AUTOCAST = {"cuda": True, "cpu": False}
+
+
 def autocast(device: torch.device):
-    """bf16 autocast on CUDA (tensor cores); plain fp32 on CPU, where bf16 is slower here."""
-    if device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.bfloat16)
+    """bf16 autocast where ``BF16_AUTOCAST`` says so for the device's type, else plain fp32."""
+    if BF16_AUTOCAST.get(torch.device(device).type, False):
+        return torch.autocast(torch.device(device).type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
 
 
@@ -52,10 +58,11 @@ def batch_slices(n: int, batch_size: int, rng: np.random.Generator) -> Iterator[
 
 
 class TimeBudget:
-    """Wall-clock budget of one fit; ``None`` means unlimited.  ``clock`` (seconds, default ``time.time``) lets
-    tests drive the schedules that read the budget with a clock of their own."""
+    """Wall-clock budget of one fit; ``None`` means unlimited.  ``clock`` (seconds, ``time.time`` by
+    default: AutoGluon's own deadlines are on that scale) is injectable for tests."""
 
-    def __init__(self, time_limit: Optional[float], safety: float = 0.95, clock=time.time):
+    def __init__(self, time_limit: Optional[float], safety: float = 0.95,
+                 clock: Callable[[], float] = time.time):
         self.clock = clock
         self.start = clock()
         self.limit = None if time_limit is None else max(0.0, time_limit * safety)
@@ -117,6 +124,35 @@ def to_tensors(arrays: List[np.ndarray], device: torch.device) -> List[torch.Ten
     return [torch.from_numpy(np.ascontiguousarray(a)).to(device) for a in arrays]
 
 
+def faster_thread_count(run: Callable[[], object], max_threads: Optional[int],
+                        clock: Callable[[], float] = time.perf_counter,
+                        slower: float = 1.5) -> Tuple[int, Dict[int, float]]:
+    """Times ``run()`` with one thread and with ``max_threads`` and returns the faster count together
+    with the timings ``{threads: seconds}`` (each the fastest of its timed calls).
+
+    For a fit that cannot afford ``AdaptiveThreads``' probe of whole training steps (TabSwift's
+    fits last seconds): ``run`` is one small representative forward pass.  One thread is timed
+    twice (the first call of a process also pays one-off allocations), ``max_threads`` once, and a
+    second time only when the first call was not clearly slower (``slower`` x one thread): on a
+    loaded machine that call costs a spin-waiting pass, and one is enough to see it.  The thread
+    count in force before the call is restored; ``clock`` is injectable for tests."""
+    max_threads = int(max_threads or 1)
+    if max_threads <= 1:
+        return 1, {}
+
+    def timed(n: int) -> float:
+        with torch_threads(n):
+            t0 = clock()
+            run()
+            return clock() - t0
+
+    one = min(timed(1), timed(1))
+    full = timed(max_threads)
+    if full <= slower * one:
+        full = min(full, timed(max_threads))
+    return (max_threads if full < one else 1), {1: one, max_threads: full}
+
+
 class AdaptiveThreads:
     """Chooses, by timing real training steps, between the CPU threads a fit was given and one thread.
 
@@ -130,14 +166,16 @@ class AdaptiveThreads:
     a loaded machine it costs one slow step, not several.
     """
 
-    def __init__(self, max_threads: Optional[int], probe_steps: int = 3, period_s: float = 30.0):
+    def __init__(self, max_threads: Optional[int], probe_steps: int = 3, period_s: float = 30.0,
+                 clock: Callable[[], float] = time.perf_counter):
+        self.clock = clock  # step timings and the probe period (injectable for tests)
         self.max_threads = int(max_threads or 1)
         self.enabled = self.max_threads > 1
         self.probe_steps, self.period_s = probe_steps, period_s
         self.chosen = self.max_threads
         self._plan: List[int] = []
         self._times: Dict[int, List[float]] = {}
-        self._next_probe = 0.0
+        self._next_probe = float("-inf")
         self._t0 = 0.0
         self._last_full: List[float] = []  # the full count's step times at the last probe
         self.history: List[Tuple[float, int]] = []  # (time, threads chosen)
@@ -147,7 +185,7 @@ class AdaptiveThreads:
         step could overrun the limit) keeps the current choice and postpones any new probe."""
         if not self.enabled:
             return
-        if not self._plan and time.time() >= self._next_probe and allow_probe:
+        if not self._plan and self.clock() >= self._next_probe and allow_probe:
             # one untimed warm-up step after each change of thread count, then probe_steps timed ones
             self._plan = [1] * (self.probe_steps + 1) + [self.max_threads] * (self.probe_steps + 1)
             self._times = {1: [], self.max_threads: []}
@@ -157,12 +195,12 @@ class AdaptiveThreads:
         current = self._plan[0] if self._plan else self.chosen
         if torch.get_num_threads() != current:
             torch.set_num_threads(current)
-        self._t0 = time.perf_counter()
+        self._t0 = self.clock()
 
     def after_step(self) -> None:
         if not self.enabled or not self._plan:
             return
-        seconds = time.perf_counter() - self._t0
+        seconds = self.clock() - self._t0
         c = self._plan.pop(0)
         if sum(1 for x in self._plan if x == c) >= self.probe_steps:
             return  # the warm-up step after a change of thread count: neither timed nor judged
@@ -184,4 +222,4 @@ class AdaptiveThreads:
             self.history.append((round(time.time(), 1), self.chosen))
         if self._times.get(self.max_threads):
             self._last_full = list(self._times[self.max_threads])
-        self._next_probe = time.time() + self.period_s
+        self._next_probe = self.clock() + self.period_s

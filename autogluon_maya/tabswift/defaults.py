@@ -22,6 +22,7 @@ DEFAULT_PARAMS = {
     "tau_max_loss": 0.01,             # "auto": largest relative validation-score loss accepted
     "chunk_size": 1024,               # query/context rows per attention call (memory bound)
     "cache_max_mb": 1024,             # context K/V caches kept between predict calls, all members together
+    "adaptive_threads": True,         # CPU: time 1 vs num_cpus threads on one episode at fit start, keep the faster
     "fine_tune": False,               # episodes from the training rows, early-stopped on validation
     "fine_tune_steps": 100,
     "fine_tune_lr": 1e-4,

@@ -150,13 +150,13 @@ class TabSwiftEngine:
                 if e < n_exit:
                     done = torch.sigmoid(net.exit_heads[e](h, cache.register_means[e], task))[0] >= tau
                     if bool(done.any()):
-                        out[idx[done]] = net.layer_heads[e](h[:, done], task)[0]
+                        out[idx[done]] = net.layer_heads[e](h[:, done], task)[0].to(out.dtype)
                         exit_layer[idx[done]] = e + 1
                         h, idx = h[:, ~done], idx[~done]
                         if idx.numel() == 0:
                             break
             if idx.numel():
-                out[idx] = net.head(h, task)[0]
+                out[idx] = net.head(h, task)[0].to(out.dtype)  # bf16 under CUDA autocast
 
         if task == CLASSIFICATION:
             out = out[:, :cache.n_classes]

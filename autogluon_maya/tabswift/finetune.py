@@ -9,15 +9,23 @@ members, for speed); the best weights (the pretrained ones count as step 0) are 
 never ends worse than zero-shot on that validation check.
 
 Fine-tuning only trains the backbone and the final heads; ``retrain_exit_heads`` then refits the
-early-exit heads to the new backbone (backbone frozen), so τ keeps meaning what it meant.
+early-exit heads to the new backbone (backbone frozen), so τ keeps meaning what it meant.  A fit
+without early exit drops those heads instead (``TabSwiftNetwork.drop_exit_heads``): retraining
+heads nobody uses costs as much as fine-tuning, and keeping the pretrained ones would save heads
+that no longer match the backbone.
+
+Both loops stop before a step (and a validation pass due after it) that would end past their
+deadline; the first step's duration is the caller's estimate (``first_step_seconds``), later ones
+the last step's.  ``clock`` is injectable so the stopping rule is tested without wall time.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import math
 import time
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import numpy as np
 import torch
@@ -42,6 +50,65 @@ def _episode(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int):
     return x[:n_support], y[:n_support], x[n_support:], y[n_support:]
 
 
+class Adam:
+    """Adam without weight decay (Kingma & Ba 2015, Algorithm 1, bias-corrected moments; the update
+    torch.optim.Adam computes) with the learning rate set by the caller before each step.
+
+    Not ``torch.optim``: every torch optimizer imports ``torch._dynamo`` on first use, 2.1 s of a fresh
+    process on 2 idle cores and up to 6.8 s beside other jobs -- paid inside the first fold of a bag,
+    where AutoGluon gives up on the whole bag once that fold took half of the bag's time."""
+
+    def __init__(self, params, lr: float, betas: Tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+        self.params = list(params)
+        self.lr, (self.beta1, self.beta2), self.eps, self.t = float(lr), betas, eps, 0
+        self.m = [torch.zeros_like(p) for p in self.params]
+        self.v = [torch.zeros_like(p) for p in self.params]
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.t += 1
+        step_size = self.lr / (1 - self.beta1 ** self.t)
+        root_c2 = math.sqrt(1 - self.beta2 ** self.t)
+        for p, m, v in zip(self.params, self.m, self.v):
+            if p.grad is None:
+                continue
+            m.mul_(self.beta1).add_(p.grad, alpha=1 - self.beta1)
+            v.mul_(self.beta2).addcmul_(p.grad, p.grad, value=1 - self.beta2)
+            p.addcdiv_(m, (v.sqrt() / root_c2).add_(self.eps), value=-step_size)
+
+
+def cosine_lr(lr: float, step: int, horizon: int, floor: float = 0.1) -> float:
+    """Learning rate of 1-based ``step``: cosine from ``lr`` (step 1) to ``floor * lr`` at ``horizon``
+    steps, flat after it."""
+    t = min(step - 1, horizon) / max(1, horizon)
+    return lr * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * t)))
+
+
+def episode_probe(ens: TabSwiftEnsemble, rows: int, seed: int) -> Callable[[], None]:
+    """One fine-tuning-sized episode's forward pass without gradients, the same rows at every call:
+    the workload the fit times to choose its thread count (``faster_thread_count``) and from which it
+    estimates the first fine-tuning step (forward + backward ~ 3 forwards per episode)."""
+    xs, ys, xq, _ = _episode(ens, np.random.default_rng(seed), rows)
+    net = ens.network
+    device = net.registers.device
+    if ens.task == CLASSIFICATION:
+        ys = torch.as_tensor(ys % net.config.max_classes, dtype=torch.long, device=device)
+    else:
+        ys = torch.as_tensor((ys - ys.mean()) / (ys.std() if ys.std() > 1e-12 else 1.0), dtype=torch.float32,
+                             device=device)
+    xs, xq = (torch.as_tensor(a, dtype=torch.float32, device=device) for a in (xs, xq))
+
+    def run() -> None:
+        with torch.no_grad():
+            net(xs, ys, xq, ens.task)
+
+    return run
+
+
 def episode_loss(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int, device) -> torch.Tensor:
     xs, ys, xq, yq = _episode(ens, rng, rows)
     net = ens.network
@@ -57,12 +124,14 @@ def episode_loss(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int, dev
 
 def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], steps: int, lr: float,
               episodes_per_step: int, rows: int, eval_every: int, patience: int, seed: int,
-              deadline: Optional[float] = None, schedule_steps: Optional[int] = None) -> Dict:
+              deadline: Optional[float] = None, schedule_steps: Optional[int] = None,
+              first_step_seconds: float = 0.0, clock: Callable[[], float] = time.time) -> Dict:
     """Fine-tune ``ens.network`` in place; returns a summary with the best step (0 = pretrained).
 
     ``score_fn=None`` (refit on all rows, no validation): run exactly ``steps`` steps, keep the result.
     ``schedule_steps`` (default ``steps``) is the cosine horizon: a refit that replays the best step
-    count of a validated run passes that run's horizon, so its learning rates are the same."""
+    count of a validated run passes that run's horizon, so its learning rates are the same.
+    ``deadline`` is on ``clock``'s scale; ``first_step_seconds``: the expected duration of step 1."""
     net = ens.network
     device = net.registers.device
     if ens.task == CLASSIFICATION and ens.n_classes_ > net.config.max_classes:
@@ -72,40 +141,40 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
     rng = np.random.default_rng(seed)
     if score_fn is None:
         eval_every = steps + 1
-    t_eval = time.time()
+    t_eval = clock()
     best = {"score": score_fn() if score_fn else float("-inf"), "step": 0, "state": copy.deepcopy(net.state_dict())}
-    t_eval = time.time() - t_eval  # a validation pass's duration, re-measured at each pass
-    t_step = 0.0
+    t_eval = clock() - t_eval  # a validation pass's duration, re-measured at each pass
+    t_step = max(0.0, float(first_step_seconds))
     history = [(0, best["score"])]
     params = [p for n, p in net.named_parameters() if not n.startswith(("layer_heads", "exit_heads"))]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, schedule_steps or steps), eta_min=lr * 0.1)
-    bad, step, t0 = 0, 0, time.time()
+    opt = Adam(params, lr=lr)
+    horizon = max(1, schedule_steps or steps)
+    bad, step, t0 = 0, 0, clock()
     stop_reason = "steps"
     for step in range(1, steps + 1):
         # a step (and the validation pass due after it) must end by the deadline, not merely start before
-        # it: in a 2-fold bag on a loaded machine a pass begun at the deadline pushed the first fold past
-        # half the bag's limit, and AutoGluon skipped the whole bag
+        # it: in a 2-fold bag a pass begun at the deadline pushes the first fold past half the bag's
+        # limit, and AutoGluon then skips the whole bag
         due = score_fn is not None and (step % eval_every == 0 or step == steps)
-        if deadline is not None and time.time() + t_step + (t_eval if due else 0.0) > deadline:
+        if deadline is not None and clock() + t_step + (t_eval if due else 0.0) > deadline:
             stop_reason = "time"
             step -= 1
             break
-        t_start = time.time()
+        t_start = clock()
         net.train()
-        opt.zero_grad(set_to_none=True)
+        opt.zero_grad()
         loss = sum(episode_loss(ens, rng, rows, device) for _ in range(episodes_per_step)) / episodes_per_step
         loss.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.lr = cosine_lr(lr, step, horizon)
         opt.step()
-        sched.step()
-        t_step = time.time() - t_start
+        t_step = clock() - t_start
         if due:
             net.eval()
             ens.clear_cache()  # weights changed: cached contexts are stale
-            t0_eval = time.time()
+            t0_eval = clock()
             score = score_fn()
-            t_eval = time.time() - t0_eval
+            t_eval = clock() - t0_eval
             history.append((step, score))
             if score > best["score"]:
                 best, bad = {"score": score, "step": step, "state": copy.deepcopy(net.state_dict())}, 0
@@ -122,7 +191,7 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
     ens.clear_cache()
     return {"fine_tune_steps": step, "best_step": best["step"], "best_val_score": best["score"],
             "zero_shot_val_score": history[0][1], "history": history, "stop_reason": stop_reason,
-            "fine_tune_seconds": time.time() - t0}
+            "fine_tune_seconds": clock() - t0}
 
 
 EXIT_LR = 1e-3            # per-layer and exit heads only (pretraining stage 3 uses the same peak rate)
@@ -158,13 +227,16 @@ def exit_episode_loss(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int
 
 
 def retrain_exit_heads(ens: TabSwiftEnsemble, steps: int, episodes_per_step: int, rows: int, seed: int,
-                       deadline: Optional[float] = None, lr: float = EXIT_LR) -> Dict:
+                       deadline: Optional[float] = None, lr: float = EXIT_LR, first_step_seconds: float = 0.0,
+                       clock: Callable[[], float] = time.time) -> Dict:
     """After fine-tuning: retrain the per-layer prediction heads and the exit heads on episodes from the
     training rows, backbone frozen (pretraining stage 3 in miniature).
 
     Why: fine-tuning moves the backbone, so heads calibrated on the pretrained hidden states would read
     states they were never trained on -- an exit decision could then stop a query at a layer whose head
-    predicts badly.  The backbone's weights are exactly unchanged by this function."""
+    predicts badly.  The backbone's weights are exactly unchanged by this function.  A step starts only
+    if it ends by ``deadline`` (on ``clock``), judged by the last step's duration
+    (``first_step_seconds`` before the first)."""
     net = ens.network
     device = net.registers.device
     heads = [p for m in (net.layer_heads, net.exit_heads) for p in m.parameters()]
@@ -175,27 +247,30 @@ def retrain_exit_heads(ens: TabSwiftEnsemble, steps: int, episodes_per_step: int
         p.requires_grad_(False)
     for p in heads:
         p.requires_grad_(True)
-    opt = torch.optim.AdamW(heads, lr=lr, weight_decay=0.0)
+    opt = Adam(heads, lr=lr)
     rng = np.random.default_rng(seed + 7919)  # other episodes than fine-tuning drew
-    t0, done, agreement = time.time(), 0, float("nan")
+    t0, done, agreement = clock(), 0, float("nan")
+    t_step = max(0.0, float(first_step_seconds))
     try:
         net.train()
         for step in range(1, steps + 1):
-            if deadline is not None and time.time() > deadline:
+            if deadline is not None and clock() + t_step > deadline:
                 break
-            opt.zero_grad(set_to_none=True)
+            t_start = clock()
+            opt.zero_grad()
             parts = [exit_episode_loss(ens, rng, rows, device) for _ in range(episodes_per_step)]
             (sum(p["loss"] for p in parts) / len(parts)).backward()
             torch.nn.utils.clip_grad_norm_(heads, 1.0)
             opt.step()
             done, agreement = step, float(sum(p["agreement"] for p in parts) / len(parts))
+            t_step = clock() - t_start
     finally:
         for name, p in net.named_parameters():
             p.requires_grad_(trainable[name])
         net.eval()
         ens.clear_cache()
-    return {"exit_retrain_steps": done, "exit_retrain_seconds": time.time() - t0,
+    return {"exit_retrain_steps": done, "exit_retrain_seconds": clock() - t0,
             "exit_retrain_last_agreement": agreement}
 
 
-__all__ = ["episode_loss", "exit_episode_loss", "fine_tune", "retrain_exit_heads"]
+__all__ = ["Adam", "cosine_lr", "episode_loss", "episode_probe", "exit_episode_loss", "fine_tune", "retrain_exit_heads"]

@@ -82,6 +82,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self._fit_summary: Dict = {}
+        self._fit_threads: Optional[int] = None
 
     # ---- hyperparameters ----------------------------------------------------------------
     def _set_default_params(self):
@@ -150,6 +151,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                          "checkpoint": str(path)}
         if no_exit:
             summary["early_exit_off"] = no_exit
+        threads, probe_seconds = self._choose_threads(ens, p, seed, num_cpus, device, summary)
 
         has_val = X_val is not None and y_val is not None and len(X_val) > 0
         if has_val:
@@ -157,12 +159,15 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             y_val_np = np.asarray(y_val)
 
             def score_fn() -> float:
-                with torch_threads(num_cpus):
+                with torch_threads(threads):
                     return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=self._ensemble_proba(X_val_p),
                                                         metric=self.stopping_metric)
 
         ft_common = dict(lr=float(p["fine_tune_lr"]), episodes_per_step=int(p["fine_tune_episodes_per_step"]),
                          rows=int(p["fine_tune_rows"]), seed=seed)
+        # a step is episodes_per_step episodes, forward + backward (~3 forwards each); without this the
+        # first step, whose duration is not known yet, could start just before the deadline
+        first_step = 3.0 * int(p["fine_tune_episodes_per_step"]) * probe_seconds
         if p["fine_tune"] and has_val:
             from .finetune import fine_tune
 
@@ -174,7 +179,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                 """Validation score of the first members only: every evaluation re-encodes the context
                 (the weights changed), which dominates fine-tuning time on CPU.  Without early exit: the
                 exit heads still belong to the pretrained backbone while it is being tuned (they are
-                retrained afterwards), so exits would make the step selection depend on stale heads."""
+                retrained afterwards with tau set, dropped without), so exits would make the step
+                selection depend on stale heads."""
                 ens.members_, tau_kept = all_members[:n_eval], ens.tau
                 ens.tau = None
                 try:
@@ -184,7 +190,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
 
             summary.update(fine_tune(ens, ft_score_fn, steps=int(p["fine_tune_steps"]),
                                      eval_every=int(p["fine_tune_eval_every"]), patience=int(p["fine_tune_patience"]),
-                                     deadline=deadline, **ft_common))
+                                     deadline=deadline, first_step_seconds=first_step, **ft_common))
             summary.pop("history", None)
             self.params_trained["fine_tune_steps"] = max(0, int(summary["best_step"]))
             self.params_trained["fine_tune_schedule_steps"] = int(p["fine_tune_steps"])
@@ -196,8 +202,14 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             if steps > 0:
                 summary.update(fine_tune(ens, None, steps=steps, eval_every=steps, patience=1, deadline=None,
                                          schedule_steps=p.get("fine_tune_schedule_steps") or steps, **ft_common))
-        if p["fine_tune"] and summary.get("best_step", 0) > 0 and tau is not None and network.n_exit_layers:
-            summary.update(self._refit_exit_heads(ens, p, seed, budget, time_limit))
+        fine_tuned = p["fine_tune"] and summary.get("best_step", 0) > 0
+        if fine_tuned and tau is None and network.n_exit_layers:
+            network.drop_exit_heads()
+            summary["exit_heads"] = "dropped"
+            logger.log(20, "\tTabSwift: exit heads dropped: fine-tuning changed the backbone they were trained "
+                           "on and tau=None does not use them (set tau to keep retrained ones)")
+        if fine_tuned and tau is not None and network.n_exit_layers:
+            summary.update(self._refit_exit_heads(ens, p, seed, budget, time_limit, first_step))
             if summary.get("early_exit_off"):
                 tau = None
             elif tau != "auto" and has_val:
@@ -213,7 +225,43 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             self.params_trained["tau"] = ens.tau
         self._fit_summary = summary
 
-    def _refit_exit_heads(self, ens, p, seed: int, budget, time_limit) -> Dict:
+    def _choose_threads(self, ens, p, seed: int, num_cpus: int, device, summary: Dict) -> tuple:
+        """The fit's torch thread count and one probe episode's forward seconds at that count.
+
+        On CPU with more than one core, one thread or all of them, whichever runs a fine-tuning-sized
+        episode faster now (``adaptive_threads``): torch's threads spin-wait at every parallel region,
+        and with another process on one of 2 cores, 2 threads ran a fine-tuning step in 5-9 s where
+        1 thread took 0.3-0.5 s, and a 500-row prediction in 1.7 s instead of 0.26 s.  The count is
+        kept for the fit and for predict (``_get_child_num_cpus``)."""
+        import torch
+
+        from ..common.training import faster_thread_count
+        from .finetune import episode_probe
+
+        threads, probe_seconds = max(1, int(num_cpus or 1)), 0.0
+        self._fit_threads = summary["threads"] = threads
+        choose = p["adaptive_threads"] and threads > 1
+        if device.type != "cpu" or len(ens.y_context_) < 2 or not (choose or p["fine_tune"]):
+            return threads, probe_seconds  # (an episode needs a support and a query row)
+        probe = episode_probe(ens, rows=int(p["fine_tune_rows"]), seed=seed)
+        if choose:
+            threads, times = faster_thread_count(probe, threads)
+            probe_seconds = times[threads]
+            summary["thread_probe_seconds"] = times
+            logger.log(15, f"\tTabSwift: {threads} torch thread(s) (probe episode: " +
+                       ", ".join(f"{n} thread(s) {t * 1000:.0f} ms" for n, t in times.items()) + ")")
+        elif p["fine_tune"]:
+            t0 = time.perf_counter()
+            probe()
+            probe_seconds = time.perf_counter() - t0
+        torch.set_num_threads(threads)
+        self._fit_threads = summary["threads"] = threads
+        return threads, probe_seconds
+
+    def _get_child_num_cpus(self) -> Optional[int]:
+        return getattr(self, "_fit_threads", None) or super()._get_child_num_cpus()
+
+    def _refit_exit_heads(self, ens, p, seed: int, budget, time_limit, first_step: float) -> Dict:
         """Fine-tuning moved the backbone: retrain the exit and per-layer heads on it (backbone frozen),
         or, when that is not possible, turn early exit off and say why."""
         from .finetune import retrain_exit_heads
@@ -221,7 +269,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         steps = int(p["fine_tune_exit_steps"])
         deadline = None if time_limit is None else budget.start + 0.85 * time_limit
         result = retrain_exit_heads(ens, steps, episodes_per_step=int(p["fine_tune_episodes_per_step"]),
-                                    rows=int(p["fine_tune_rows"]), seed=seed, deadline=deadline)
+                                    rows=int(p["fine_tune_rows"]), seed=seed, deadline=deadline,
+                                    first_step_seconds=first_step)
         if result["exit_retrain_steps"] == 0:
             reason = "fine_tune_exit_steps=0" if steps < 1 else "the time limit left no time to retrain them"
             logger.log(20, f"\tTabSwift: early exit turned off: fine-tuning changed the backbone and the exit "

@@ -21,7 +21,7 @@ The module knows nothing about AutoGluon or preprocessing: tensors in, tensors o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import List, Optional, Tuple, Union
 
 import torch
@@ -259,6 +259,13 @@ class TabSwiftNetwork(nn.Module):
     @property
     def n_exit_layers(self) -> int:
         return len(self.exit_heads)
+
+    def drop_exit_heads(self) -> None:
+        """Remove the per-layer and exit heads (config ``early_exit=False``, so a saved copy is rebuilt
+        without them): heads trained on another backbone would read hidden states they never saw."""
+        self.config = replace(self.config, early_exit=False)
+        self.layer_heads = nn.ModuleList()
+        self.exit_heads = nn.ModuleList()
 
     # ---- tokens -----------------------------------------------------------------------------
     def embed_rows(self, x: torch.Tensor, n_features=None) -> torch.Tensor:

@@ -12,14 +12,20 @@ Each check records its numbers in ``<out>/results.json`` (and a table in ``resul
 5. ``reload_without_cuda``: the predictor fitted on the GPU in check 1, loaded in a fresh process with
    ``CUDA_VISIBLE_DEVICES=""``: its predictions against the fitting process's (max |delta|).
 
-``--cpu`` runs every check end to end on the CPU with tiny sizes (the "GPU" side is then the CPU too),
-so the script is exercised by the default test suite and cannot rot unnoticed. A check that raises is
-recorded with its error and the script exits with status 1 after running the others.
+``--cpu`` runs every check end to end on the CPU with tiny sizes, so the script is exercised by the
+default test suite and cannot rot unnoticed, and gives each check something that can fail: the "GPU"
+side of checks 1 and 2 runs with the package's bf16 autocast turned on for the CPU (the regions it runs
+in bf16 on CUDA, ``common.training.BF16_AUTOCAST``), so a dtype mismatch on the bf16 path fails here
+too and the two sides really differ; check 5 first rewrites the predictor's pickle as a GPU process
+writes it -- every tensor recorded on ``cuda:0``, ``cuda`` as the training device -- so the CPU-only
+child has to map them to the CPU.  A check that raises is recorded with its error and the script exits
+with status 1 after running the others.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -64,6 +70,20 @@ def load_table(data: str | None, rows: int) -> Dataset:
     return load_dataset(data, max_rows=rows, seed=0)
 
 
+@contextlib.contextmanager
+def gpu_side(cpu: bool):
+    """The context of a check's "GPU" side: nothing extra on a GPU; with ``--cpu``, the package's bf16
+    autocast turned on for the CPU, so the regions it runs in bf16 on CUDA run in bf16 here too."""
+    from autogluon_maya.common import training
+
+    before = training.BF16_AUTOCAST["cpu"]
+    training.BF16_AUTOCAST["cpu"] = before or cpu
+    try:
+        yield
+    finally:
+        training.BF16_AUTOCAST["cpu"] = before
+
+
 def _fit(train, val, ds, path, hp, time_limit, num_gpus):
     from autogluon.tabular import TabularPredictor
 
@@ -82,7 +102,8 @@ def check_maya_bf16(ctx):
     out = {"dataset": ds.name, "train_rows": len(train)}
     for side, gpus in (("gpu_bf16", 0 if cpu else 1), ("cpu_fp32", 0)):
         path = str(ctx["work"] / f"maya_{side}")
-        pred, seconds = _fit(train, val, ds, path, size("maya_hp", cpu), size("maya_time_limit", cpu), gpus)
+        with gpu_side(cpu) if side == "gpu_bf16" else contextlib.nullcontext():
+            pred, seconds = _fit(train, val, ds, path, size("maya_hp", cpu), size("maya_time_limit", cpu), gpus)
         model = pred._trainer.load_model("Maya")
         out[side] = {"test_score": float(pred.evaluate(test, silent=True)[p1_metric(ds.task)]),
                      "fit_s": round(seconds, 1), "device": model.device_train, "epochs": model._fit_summary["epochs"]}
@@ -122,13 +143,19 @@ def check_tabswift_bf16(ctx):
         if problem != "regression":
             y_fit = pd.Series(pd.Categorical(y_fit).codes, index=y_fit.index)
         model.fit(X=X.iloc[:n_ctx], y=y_fit, num_gpus=gpus, num_cpus=os.cpu_count())
-        t0 = time.time()
-        probas[side] = np.asarray(model.predict_proba(X.iloc[n_ctx:]), dtype=np.float64)
-        probas[side + "_predict_s"] = time.time() - t0
+        with gpu_side(cpu) if side == "gpu_bf16" else contextlib.nullcontext():
+            t0 = time.time()
+            probas[side] = np.asarray(model.predict_proba(X.iloc[n_ctx:]), dtype=np.float64)
+            probas[side + "_predict_s"] = time.time() - t0
+            model.model.clear_cache()
+            model.model.tau = 0.5  # early exit: the per-layer heads' outputs take the same path
+            probas[side + "_exit"] = np.asarray(model.predict_proba(X.iloc[n_ctx:]), dtype=np.float64)
     delta = np.abs(probas["gpu_bf16"] - probas["cpu_fp32"])
+    delta_exit = np.abs(probas["gpu_bf16_exit"] - probas["cpu_fp32_exit"])
     return {"config": f"{config.n_layers}x{config.d_model}", "context_rows": n_ctx,
             "queries": size("tabswift_queries", cpu), "max_abs_delta": float(delta.max()),
-            "mean_abs_delta": float(delta.mean()), "predict_s_gpu": round(probas["gpu_bf16_predict_s"], 2),
+            "mean_abs_delta": float(delta.mean()), "max_abs_delta_tau_0.5": float(delta_exit.max()),
+            "predict_s_gpu": round(probas["gpu_bf16_predict_s"], 2),
             "predict_s_cpu": round(probas["cpu_fp32_predict_s"], 2)}
 
 
@@ -190,6 +217,27 @@ print(pred._trainer.load_model("Maya").get_device())
 """
 
 
+def pickle_as_if_on_cuda(obj) -> tuple:
+    """``pickle.dumps(obj)`` as a GPU process writes it: every torch storage recorded on ``cuda:0`` (torch
+    pickles a storage as ``torch.save`` bytes whose location comes from ``location_tag``); returns the
+    bytes and the number of storages."""
+    import pickle
+
+    import torch.serialization
+
+    real, count = torch.serialization.location_tag, [0]
+
+    def on_cuda(storage):
+        count[0] += 1
+        return "cuda:0"
+
+    torch.serialization.location_tag = on_cuda
+    try:
+        return pickle.dumps(obj), count[0]
+    finally:
+        torch.serialization.location_tag = real
+
+
 def check_reload_without_cuda(ctx):
     """The GPU-fitted predictor of check 1, loaded in a fresh process that sees no GPU."""
     import pickle
@@ -197,6 +245,13 @@ def check_reload_without_cuda(ctx):
     if "gpu_predictor" not in ctx:
         raise RuntimeError("needs the predictor fitted by maya_bf16, which did not finish")
     work = ctx["work"]
+    storages = None
+    if ctx["cpu"]:  # make the CPU-fitted pickles what a GPU fit writes
+        pkl = Path(ctx["gpu_predictor"]) / "models" / "Maya" / "model.pkl"
+        model = pickle.loads(pkl.read_bytes())
+        model.device_train = model.device = "cuda"
+        data, storages = pickle_as_if_on_cuda(model)
+        pkl.write_bytes(data)
     (work / "reload_X.pkl").write_bytes(pickle.dumps(ctx["test"]))
     (work / "reload_child.py").write_text(RELOAD_CHILD)
     proc = subprocess.run([sys.executable, str(work / "reload_child.py"), ctx["gpu_predictor"],
@@ -206,7 +261,7 @@ def check_reload_without_cuda(ctx):
         raise RuntimeError(proc.stderr[-2000:])
     delta = np.abs(np.load(work / "reload_proba.npy") - ctx["gpu_proba"])
     return {"device_after_load": proc.stdout.strip().splitlines()[-1], "max_abs_delta": float(delta.max()),
-            "rows": len(ctx["test"])}
+            "rows": len(ctx["test"]), "storages_rewritten_to_cuda": storages}
 
 
 CHECKS = [check_maya_bf16, check_tabswift_bf16, check_hpo, check_ray_train_ddp, check_reload_without_cuda]

@@ -16,6 +16,7 @@ from autogluon_maya.tabswift.ensemble import TabSwiftEnsemble
 from autogluon_maya.tabswift.finetune import retrain_exit_heads
 from autogluon_maya.tabswift.network import CLASSIFICATION
 from autogluon_maya.tabswift.weights import load_checkpoint
+from plugin_tests.resources import fit_on_cores
 
 FAST = {"n_estimators": 2, "max_context_rows": 512}
 HEADS = ("layer_heads.", "exit_heads.")
@@ -58,7 +59,7 @@ def _fit(tmp_path, hp, seed=1):
                           hyperparameters={"n_estimators": 2, "max_context_rows": 256, "fine_tune": True,
                                            "fine_tune_eval_every": 3, "fine_tune_rows": 128,
                                            "fine_tune_episodes_per_step": 2, "fine_tune_lr": 3e-4, **hp})
-    model.fit(X=X.iloc[:250], y=y.iloc[:250], X_val=X.iloc[250:], y_val=y.iloc[250:], num_cpus=1)
+    fit_on_cores(model, 1, X=X.iloc[:250], y=y.iloc[:250], X_val=X.iloc[250:], y_val=y.iloc[250:])
     return model, X.iloc[250:], y.iloc[250:]
 
 
@@ -139,3 +140,111 @@ def test_no_exit_head_retraining_turns_early_exit_off_with_a_reason(tmp_path):
     assert any("early exit turned off" in r.getMessage() for r in records)
     model.predict(X_val)
     assert model.model.last_mean_exit_layer == model.model.network.config.n_layers  # nobody exits
+
+
+def test_fine_tuning_without_tau_drops_the_exit_heads_it_would_leave_stale(tmp_path):
+    """tau=None (the default): the heads were trained on the pretrained backbone and nothing retrains
+    them, so the fit drops them -- the saved network has none, and asking it for early exit later is
+    an error naming the cause rather than exits decided by heads of another backbone."""
+    model, X_val, _ = _fit(tmp_path, {"fine_tune_steps": 3})
+    assert model._fit_summary["best_step"] > 0 and model._fit_summary["exit_heads"] == "dropped"
+    net = model.model.network
+    assert net.n_exit_layers == 0 and not net.config.early_exit
+    assert not any(k.startswith(HEADS) for k in net.state_dict())
+    model.save()
+    loaded = TabSwiftModel.load(model.path)
+    assert loaded.model.network.n_exit_layers == 0
+    np.testing.assert_allclose(loaded.predict(X_val), model.predict(X_val), rtol=1e-6)
+    loaded.model.tau = 0.9
+    with pytest.raises(ValueError, match="early_exit=False"):
+        loaded.predict(X_val)
+
+
+def test_zero_shot_fit_keeps_the_pretrained_exit_heads(tmp_path):
+    model, _, _ = _fit(tmp_path, {"fine_tune": False})
+    assert "exit_heads" not in model._fit_summary
+    assert model.model.network.n_exit_layers == model.model.network.config.n_layers - 1
+
+
+class StepClock:
+    """A clock that only moves when a training episode runs: ``per_episode`` seconds each."""
+
+    def __init__(self, per_episode: float):
+        self.now, self.per_episode = 0.0, per_episode
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _clocked(monkeypatch, name: str, clock: StepClock):
+    import autogluon_maya.tabswift.finetune as ft
+
+    real = getattr(ft, name)
+
+    def episode(*args, **kwargs):
+        clock.now += clock.per_episode
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ft, name, episode)
+
+
+def test_exit_head_retraining_starts_a_step_only_if_it_ends_by_the_deadline(monkeypatch, one_torch_thread_seeded):
+    """Steps of 1 s (injected clock), deadline 2.5 s: steps 1 and 2 end at 1 s and 2 s; step 3 would end
+    at 3 s, so it must not start (checking only "is the deadline past?" ran it and ended at 3 s)."""
+    net = load_checkpoint(SHIPPED_CHECKPOINT)
+    X, y = _frame(120)
+    ens = TabSwiftEnsemble(net, CLASSIFICATION, n_estimators=1).fit(X, y.to_numpy(), n_classes=2)
+    clock = StepClock(1.0)
+    _clocked(monkeypatch, "exit_episode_loss", clock)
+    result = retrain_exit_heads(ens, steps=10, episodes_per_step=1, rows=48, seed=0, deadline=2.5, clock=clock)
+    assert result["exit_retrain_steps"] == 2 and clock.now <= 2.5
+    # the first step's duration is the caller's estimate: one that does not fit starts nothing
+    clock.now = 0.0
+    result = retrain_exit_heads(ens, steps=10, episodes_per_step=1, rows=48, seed=0, deadline=2.5, clock=clock,
+                                first_step_seconds=3.0)
+    assert result["exit_retrain_steps"] == 0 and clock.now == 0.0
+
+
+def test_fine_tuning_budgets_its_first_step_and_ends_by_the_deadline(monkeypatch, one_torch_thread_seeded):
+    """Steps of 2 episodes x 1 s; deadline 5 s: steps 1 and 2 fit (ending at 2 s and 4 s), step 3 not.
+    With a first-step estimate of 6 s nothing starts: the first step used to start unbudgeted, and on
+    a busy machine it alone took more than the first fold's share of a bag."""
+    from autogluon_maya.tabswift.finetune import fine_tune
+
+    net = load_checkpoint(SHIPPED_CHECKPOINT)
+    X, y = _frame(120)
+    ens = TabSwiftEnsemble(net, CLASSIFICATION, n_estimators=1).fit(X, y.to_numpy(), n_classes=2)
+    clock = StepClock(1.0)
+    _clocked(monkeypatch, "episode_loss", clock)
+    kw = dict(steps=50, lr=1e-4, episodes_per_step=2, rows=48, eval_every=100, patience=1, seed=0, deadline=5.0,
+              clock=clock)
+    result = fine_tune(ens, None, **kw)
+    assert result["fine_tune_steps"] == 2 and result["stop_reason"] == "time" and clock.now <= 5.0
+    clock.now = 0.0
+    result = fine_tune(ens, None, first_step_seconds=6.0, **kw)
+    assert result["fine_tune_steps"] == 0 and clock.now == 0.0
+
+
+def test_adam_and_cosine_match_torch():
+    """The written-out Adam is torch.optim.Adam's update; cosine_lr is CosineAnnealingLR(eta_min=0.1 lr)."""
+    from autogluon_maya.tabswift.finetune import Adam, cosine_lr
+
+    torch.manual_seed(0)
+    ours, ref = torch.nn.Linear(5, 3), torch.nn.Linear(5, 3)
+    ref.load_state_dict(ours.state_dict())
+    opt_ours = Adam(ours.parameters(), lr=1e-2)
+    opt_ref = torch.optim.Adam(ref.parameters(), lr=1e-2)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt_ref, T_max=7, eta_min=1e-3)
+    for step in range(1, 8):
+        x = torch.randn(16, 5)
+        for net, opt in ((ours, opt_ours), (ref, opt_ref)):
+            opt.zero_grad()
+            net(x).pow(2).mean().backward()
+        opt_ours.lr = cosine_lr(1e-2, step, 7)
+        assert opt_ours.lr == pytest.approx(opt_ref.param_groups[0]["lr"])
+        opt_ours.step()
+        opt_ref.step()
+        sched.step()
+        for a, b in zip(ours.parameters(), ref.parameters()):
+            torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-7)
+    assert cosine_lr(1e-2, 100, 7) == pytest.approx(1e-3)  # flat after the horizon

@@ -1,6 +1,8 @@
 """TABSWIFT against AutoGluon's model contract and the behaviour issue 3 asks for, using the shipped
 checkpoint (the one users get by default)."""
 
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -211,3 +213,41 @@ def test_fine_tuning_without_validation_replays_the_step_count(tmp_path):
     assert any(not torch.equal(pretrained[k], tuned[k].cpu()) for k in pretrained)
     proba = model.predict_proba(data.drop(columns="y").iloc[:20])
     assert proba.shape == (20,) and np.isfinite(proba).all()
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs 2 cores to give the model 2")
+@pytest.mark.parametrize("adaptive", [True, False])
+def test_fit_and_predict_run_on_the_thread_count_chosen_at_fit(tmp_path, monkeypatch, adaptive):
+    """Given 2 cores, the fit times one episode with 1 and 2 threads (here: a stub that says 1 is faster,
+    as it is beside a busy process) and runs the validation passes and every later predict on that count;
+    ``adaptive_threads=False`` keeps the 2 it was given and probes nothing."""
+    import torch
+
+    import autogluon_maya.common.training as training
+    from plugin_tests.resources import fit_on_cores
+
+    probes = []
+    monkeypatch.setattr(training, "faster_thread_count",
+                        lambda run, n: (probes.append(n), run(), (1, {1: 0.01, n: 0.1}))[-1])
+    threads_seen = []
+    real = TabSwiftModel._ensemble_proba
+    monkeypatch.setattr(TabSwiftModel, "_ensemble_proba",
+                        lambda self, X: (threads_seen.append(torch.get_num_threads()), real(self, X))[1])
+    data = _frame(200)
+    model = TabSwiftModel(path=str(tmp_path / "m"), name="ts", problem_type="binary", eval_metric="accuracy",
+                          hyperparameters={**FAST, "tau": "auto", "adaptive_threads": adaptive})
+    X, y = data.drop(columns="y"), data["y"]
+    model.fit(X=X.iloc[:150], y=y.iloc[:150], X_val=X.iloc[150:], y_val=y.iloc[150:], num_cpus=2, num_gpus=0)
+    assert model.fit_num_cpus == 2
+    expected = 1 if adaptive else 2
+    assert probes == ([2] if adaptive else []) and model._fit_summary["threads"] == expected
+    assert threads_seen and set(threads_seen) == {expected}, threads_seen  # the tau search's validation passes
+    threads_seen.clear()
+    torch.set_num_threads(2)
+    model.predict_proba(X.iloc[150:])
+    assert threads_seen == [expected] and torch.get_num_threads() == 2  # the caller's count is restored
+    # one core: nothing to choose
+    probes.clear()
+    one = fit_on_cores(TabSwiftModel(path=str(tmp_path / "one"), name="one", problem_type="binary",
+                                     eval_metric="accuracy", hyperparameters=FAST), 1, X=X, y=y)
+    assert probes == [] and one._fit_summary["threads"] == 1

@@ -161,6 +161,28 @@ def test_cached_engine_matches_uncached_forward(task):
         torch.testing.assert_close(a, b, rtol=0, atol=ATOL)
 
 
+@pytest.mark.parametrize("task", [CLASSIFICATION, REGRESSION])
+def test_engine_runs_under_bf16_autocast_close_to_fp32(task, monkeypatch):
+    """On CUDA the ensemble runs the engine under bf16 autocast; the heads then return bf16 into an fp32
+    output buffer (an index-put dtype error before the cast was added). Run the same regions in bf16 on
+    the CPU, with and without (tau=0) early exit: finite and close to the fp32 predictions."""
+    from autogluon_maya.common import training
+
+    net, eng = net_and_engine()
+    xs, ys, xq = make_table(task=task)
+    tau = 0.0  # every query exits at layer 1 through its per-layer head: no decision near the threshold
+    fp32 = [eng.predict(xq, eng.encode_context(xs, ys, task), tau=t).predictions for t in (None, tau)]
+    monkeypatch.setitem(training.BF16_AUTOCAST, "cpu", True)
+    with training.autocast(torch.device("cpu")):
+        cache = eng.encode_context(xs, ys, task)
+        bf16 = [eng.predict(xq, cache, tau=t).predictions for t in (None, tau)]
+    assert cache.keys[0].dtype == torch.bfloat16  # the region really ran in bf16
+    scale = 1.0 if task == CLASSIFICATION else float(ys.std())
+    for a, b in zip(bf16, fp32):
+        assert a.dtype == torch.float32 and torch.isfinite(a).all()
+        torch.testing.assert_close(a, b, rtol=0, atol=0.1 * scale)
+
+
 @pytest.mark.parametrize("tau", [None, "mid"])
 def test_predictions_do_not_depend_on_query_batching(tau):
     net, eng = net_and_engine()

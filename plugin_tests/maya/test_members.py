@@ -18,6 +18,7 @@ from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya.defaults import REPLAY_KEY
 from autogluon_maya.maya.members import (AUTO_MEMBERS, MEMBER_SEED_STRIDE, MEMBER_TIME, PARALLEL_MAX_ACTIVATION_BYTES,
                                          plan_further_members, resolve_members, resolve_parallel, train_members)
+from plugin_tests.resources import fit_on_cores
 
 # a parallel pair needs two physical cores: MAYA asks AutoGluon for physical cores only
 TWO_CORES = pytest.mark.skipif((psutil.cpu_count(logical=False) or 1) < 2,
@@ -196,7 +197,7 @@ def _fit(tmp_path, problem_type, hp, time_limit=None, validate=True):
     X, y = _data(problem_type)
     model = MayaModel(path=str(tmp_path / "m"), name="m", problem_type=problem_type, hyperparameters={**SMALL, **hp})
     val = dict(X_val=X.iloc[280:], y_val=y.iloc[280:]) if validate else {}
-    model.fit(X=X.iloc[:280], y=y.iloc[:280], num_cpus=1, time_limit=time_limit, **val)
+    fit_on_cores(model, 1, X=X.iloc[:280], y=y.iloc[:280], time_limit=time_limit, **val)
     return model, X.iloc[280:], y.iloc[280:]
 
 
@@ -238,12 +239,12 @@ def test_refit_full_replays_the_kept_members_seeds_and_epochs(tmp_path, one_torc
     X, y = _data("regression")
     refit = MayaModel(path=str(tmp_path / "r"), name="r", problem_type="regression",
                       hyperparameters={**model.params, **model.params_trained, REPLAY_KEY: replay})
-    refit.fit(X=X, y=y, num_cpus=1)
+    fit_on_cores(refit, 1, X=X, y=y)
     assert [[m["seed"], m["epochs"]] for m in refit._fit_summary["members"]] == replay
     assert [len(m.net.blocks) for m in refit.model.members] == [SMALL["num_layers"]] * 2
     again = MayaModel(path=str(tmp_path / "a"), name="a", problem_type="regression",
                       hyperparameters={**model.params, **model.params_trained, REPLAY_KEY: replay[1:]})
-    again.fit(X=X, y=y, num_cpus=1)
+    fit_on_cores(again, 1, X=X, y=y)
     for a, b in zip(refit.model.members[1].state_dict().values(), again.model.members[0].state_dict().values()):
         torch.testing.assert_close(a, b)
 

@@ -14,6 +14,7 @@ from autogluon_maya.maya import trainer
 from autogluon_maya.maya.defaults import PROBLEM_TYPES, resolve_defaults
 
 from .test_search_space import PAPER_TABLE12
+from plugin_tests.resources import fit_on_cores
 
 # What the paper fixes (Appendix B.2, Appendix D.1 Table 12, Eqs. 1, 9; FT-Transformer's protocol, which it
 # follows for training and evaluation):
@@ -66,14 +67,14 @@ def test_a_paper_fit_is_one_network_on_quantile_inputs_and_a_users_value_still_w
     y = pd.Series(np.digitize(X["a"] + X["b"], [-0.5, 0.5]))
     hp = {"recipe": "paper", "max_epochs": 3, "hidden_size": 16, "num_heads": 2}
     model = MayaModel(path=str(tmp_path / "m"), name="m", problem_type="multiclass", hyperparameters=hp)
-    model.fit(X=X.iloc[:240], y=y.iloc[:240], X_val=X.iloc[240:], y_val=y.iloc[240:], num_cpus=1, time_limit=60)
+    fit_on_cores(model, 1, X=X.iloc[:240], y=y.iloc[:240], X_val=X.iloc[240:], y_val=y.iloc[240:], time_limit=60)
     assert len(model.model) == 1  # "auto" members would train more under a time limit
     assert model._encoder.numeric_transform == "quantile"
     assert model.model.members[0].net.tokenizer.num_scale == 1.0
     assert model._fit_summary["weight_average_decay"] is None and model._fit_summary["batch_size"] == 240
     two = MayaModel(path=str(tmp_path / "t"), name="t", problem_type="multiclass",
                     hyperparameters={**hp, "ensemble_members": 2})
-    two.fit(X=X.iloc[:240], y=y.iloc[:240], num_cpus=1)
+    fit_on_cores(two, 1, X=X.iloc[:240], y=y.iloc[:240])
     assert len(two.model) == 2
 
 

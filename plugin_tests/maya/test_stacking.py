@@ -5,6 +5,7 @@ import pytest
 from autogluon.tabular import TabularPredictor
 
 from autogluon_maya.maya.trainer import effective_batch_size
+from plugin_tests.resources import fit_on_cores
 
 
 def test_auto_batch_gives_small_tables_at_least_eight_steps_per_epoch():
@@ -29,7 +30,7 @@ def test_auto_batch_is_the_tasks_and_does_not_grow_with_the_number_of_classes(tm
     model = MayaModel(path=str(tmp_path / "m"), name="m", problem_type=problem_type,
                       hyperparameters={"max_epochs": 1, "hidden_size": 16, "num_heads": 2, "num_layers": 1,
                                        "ensemble_members": 1})
-    model.fit(X=X, y=y, num_cpus=1)
+    fit_on_cores(model, 1, X=X, y=y)
     assert model._fit_summary["batch_size"] == effective_batch_size("auto", 3000, rows) == rows
     assert effective_batch_size("auto", 600, 128) == 75  # the small-table rule still lowers it
 

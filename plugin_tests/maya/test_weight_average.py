@@ -11,6 +11,7 @@ from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya.defaults import resolve_defaults
 from autogluon_maya.maya.network import MayaNetwork
 from autogluon_maya.maya.trainer import FittedMaya, WeightAverage, make_loss, train_maya
+from plugin_tests.resources import fit_on_cores
 
 
 def test_the_average_follows_the_warmed_up_decay():
@@ -126,7 +127,7 @@ def test_the_tables_defaults_reach_a_real_fit(problem_type, tmp_path):
     y = X["a"] * 2 + X["b"] if problem_type == "regression" else (X["a"] > 0).astype(int)
     model = MayaModel(path=str(tmp_path / "m"), name="m", problem_type=problem_type,
                       hyperparameters={"max_epochs": 2, "hidden_size": 16, "num_heads": 2, "num_layers": 1})
-    model.fit(X=X.iloc[:240], y=y.iloc[:240], X_val=X.iloc[240:], y_val=y.iloc[240:], num_cpus=1)
+    fit_on_cores(model, 1, X=X.iloc[:240], y=y.iloc[:240], X_val=X.iloc[240:], y_val=y.iloc[240:])
     want = resolve_defaults(problem_type)
     # refit_full replays the average only where it won the validation
     kept = want["ema_epochs"] if model._fit_summary["best_is_average"] is not False else None
@@ -137,7 +138,7 @@ def test_the_tables_defaults_reach_a_real_fit(problem_type, tmp_path):
     model2 = MayaModel(path=str(tmp_path / "m2"), name="m2", problem_type=problem_type,
                        hyperparameters={"max_epochs": 1, "hidden_size": 16, "num_heads": 2, "num_layers": 1,
                                         "ema_epochs": None if problem_type == "regression" else 3, "num_branch": 3})
-    model2.fit(X=X.iloc[:240], y=y.iloc[:240], num_cpus=1)
+    fit_on_cores(model2, 1, X=X.iloc[:240], y=y.iloc[:240])
     assert model2.model.members[0].net.blocks[0].n == 3
     assert (model2._fit_summary["weight_average_decay"] is None) is (problem_type == "regression")
     assert model2.params_trained["ema_epochs"] == (None if problem_type == "regression" else 3)

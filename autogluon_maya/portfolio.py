@@ -42,8 +42,8 @@ _LIGHT: Dict[str, Any] = {
 _LIGHT_DOC = """\
 "light": 2 CPU cores, minutes per model.  MAYA defaults, TABSWIFT defaults, LightGBM, CatBoost.
 
-- MAYA defaults (hidden_size 64, 1 layer x 2 branches since session 8, lr 1e-3 + ReduceLROnPlateau): sized
-  for a 2-core CPU (README "Choosing the defaults"; california_housing at 600 s: 0.4456 with one layer,
+- MAYA defaults (hidden_size 64, one MBA block, 4 branches for classification and 2 for regression, lr 1e-3 + plateau cut): sized
+  for a 2-core CPU (docs/maya.md; california_housing at 600 s: 0.4456 with one layer,
   0.4753 with the earlier two, measured side by side).  The ranks below were measured with two layers.
   README "Results" (P1, 600 s per fit): 3rd of 4 by average rank against GBM/CAT/NN_TORCH on four tables,
   best ROC-AUC on telco_churn (0.8554), i.e. a diverse but not dominant member -- what a stack ensemble

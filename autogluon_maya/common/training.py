@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import time
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 

@@ -1,4 +1,4 @@
-"""TabSwift pretraining on synthetic tasks (SPEC section 4): data (``data``, ``targets``), objectives
+"""TabSwift pretraining on synthetic tasks: data (``data``, ``targets``), objectives
 (``losses``), the resumable loop (``trainer``), Ray Train DDP (``distributed``) and the CLI (``cli``)."""
 
 from .config import MODEL_PRESETS, PretrainConfig

@@ -1,5 +1,5 @@
 """Settings of one pretraining stage, stored in every checkpoint so a resume can check it continues the
-same run (SPEC section 4).  Defaults are the CPU recipe of ``tabswift_reference.md`` 1d (i).
+same run.  Defaults are a recipe sized for 2 CPU cores (docs/pretraining.md).
 
 Stage 2 (the paper's long-context stage) differs from stage 1 in the *shape* of its tasks: the row
 count is drawn per batch, log-uniform in ``[min_rows, rows]``, and the batch holds as many tasks as

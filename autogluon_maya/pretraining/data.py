@@ -8,7 +8,7 @@ Sources:
 - ``TabICLPrior``: ``tabicl.prior.PriorDataset`` (optional extra ``autogluon_maya[pretrain]``) with
   ``regression=True``; the class target is derived by ``targets.discretize``.  Built lazily inside each
   worker process (its hyperparameter samplers hold closures that do not pickle) with ``n_jobs=1`` and
-  one thread (reference doc 1b: other settings crash or oversubscribe the cores).
+  one thread (other settings crash or oversubscribe the cores).
 - ``random_mlp``: a small random-MLP regression prior in plain numpy (<= 20 features).  Not a substitute
   for the SCM prior: it exists so that tests and smoke runs need no extra dependency, and as the easy
   half of ``mix_scm+random_mlp`` (even batch indices random_mlp, odd ones mix_scm), a curriculum: on 2
@@ -215,7 +215,7 @@ def random_mlp_batch(shape: TaskShape, rng: np.random.Generator, rows: Optional[
 
 
 def _worker_init(_worker_id: int) -> None:
-    """Prior workers get one thread each: the trainer owns the other cores (reference doc 1d)."""
+    """Prior workers get one thread each: the trainer owns the other cores."""
     torch.set_num_threads(1)
     try:
         from threadpoolctl import threadpool_limits

@@ -1,4 +1,4 @@
-"""Pretraining objectives (SPEC section 4).
+"""Pretraining objectives (TabSwift paper: cross-entropy, MSE and MAE on the query rows).
 
 Stages 1-2: every task is run twice through the same backbone -- once with class ids on the support
 rows (classification head), once with standardized targets (regression head) -- and the loss on the

@@ -1,4 +1,4 @@
-"""Unified targets: one synthetic output supervises both TabSwift heads (SPEC section 4).
+"""Unified targets: one synthetic output supervises both TabSwift heads.
 
 tabicl's prior returns either a class target or a regression target, never both for the same task.
 We ask it for the standardized regression target and derive the class target ourselves, the way its

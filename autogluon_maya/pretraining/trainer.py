@@ -103,7 +103,7 @@ def make_optimizer(net: torch.nn.Module, cfg: PretrainConfig):
 
 
 def step_flops(net: TabSwiftNetwork, cfg: PretrainConfig, batch: Dict[str, torch.Tensor]) -> float:
-    """Model FLOPs of one optimizer step on ``batch`` (reference doc 1d): L(18 d² S + 4 d S C) per task
+    """Model FLOPs of one optimizer step on ``batch``: L(18 d² S + 4 d S C) per task
     forward, x3 for forward + backward (stage 3: forward only), x2 when each task runs in both target
     modes (stage 3 always; stages 1-2 unless ``target_mode="one"``)."""
     c = net.config

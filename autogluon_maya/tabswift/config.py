@@ -1,4 +1,4 @@
-"""Size knobs of the TabSwift network (SPEC section 3; ``../shared/docs/tabswift_reference.md`` 1a).
+"""Size knobs of the TabSwift network (the released configuration: 24 blocks, d=192, 4 heads).
 
 The config is a plain frozen dataclass so it can be stored as JSON beside a checkpoint and a
 checkpoint can never be loaded into a network of a different shape by accident.
@@ -88,7 +88,7 @@ class TabSwiftConfig:
 #: The released ``swift.ckpt`` shape: 24 blocks, d=192, 4 heads, FFN x2, 64 registers, F_max=100, C_max=10.
 RELEASED = TabSwiftConfig()
 
-#: What 2 CPU cores can pretrain in about two hours (reference doc, section 1d (i)).
+#: What 2 CPU cores can pretrain in about two hours.
 SMALL = TabSwiftConfig(n_layers=6, d_model=128, n_heads=4, n_registers=16)
 
 #: For unit tests: milliseconds per forward.  F_max/C_max are small so padding and slicing are visible.

@@ -1,4 +1,4 @@
-"""Cached in-context inference for TabSwift (SPEC section 3, "Split attention" and "Early exit").
+"""Cached in-context inference for TabSwift: split attention with a context KV cache, and per-query early exit.
 
 ``encode_context`` runs registers + support through every block once and keeps, per block, the
 context's keys/values (after LN1 and the K/V projections) and the mean register state after the block

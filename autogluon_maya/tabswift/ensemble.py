@@ -1,4 +1,4 @@
-"""Inference-time ensembling around ``TabSwiftEngine`` (SPEC section 3; reference doc 1a-ii, 1a step 7).
+"""Inference-time ensembling around ``TabSwiftEngine`` (the TabSwift paper's inference ensemble).
 
 A *member* is (normalization variant, feature permutation, class shift).  The network has no positional
 encoding over features or classes in a learned-invariant way -- its row embedding is a linear map of an

@@ -1,4 +1,4 @@
-"""Fine-tuning TabSwift on the user's table (SPEC section 3 "Fine-tuning", like AutoGluon's Mitra).
+"""Fine-tuning TabSwift on the user's table (beyond the paper, like AutoGluon's Mitra).
 
 Each step draws episodes from the training rows -- a random subset split into support and query rows,
 seen through a random ensemble member's view (normalization, feature permutation, class shift) so the

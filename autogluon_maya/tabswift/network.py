@@ -1,4 +1,4 @@
-"""TabSwift's torch network (SPEC section 3; ``../shared/docs/tabswift_reference.md`` 1a).
+"""TabSwift's torch network (the TabSwift paper; the released layout, checked against the authors' code).
 
 One token per row: the (already numeric, normalized, <= F_max wide) row is zero-padded to F_max,
 rescaled by F_max / F and mapped to d by one linear layer.  Support rows get a label embedding added
@@ -51,7 +51,7 @@ class RowEmbedding(nn.Module):
     The rescaling (TabPFN v1) keeps the input's squared norm comparable between narrow and wide tables
     once the missing features are zeros.  ``n_features`` is the true feature count when a batch of
     tables was padded to a common width (pretraining): one count per table, so each table is rescaled
-    by its own F rather than by the batch's width (reference doc, ambiguity 6).
+    by its own F rather than by the batch's width (as the authors' code does).
     """
 
     def __init__(self, max_features: int, d: int):

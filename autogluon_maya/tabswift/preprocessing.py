@@ -1,4 +1,4 @@
-"""Table -> TabSwift row vectors (SPEC section 3 "Row token"; reference doc 1a-ii steps 1-4).
+"""Table -> TabSwift row vectors (the paper's row token: numeric codes, per-column normalization, PCA above F_max, zero-padding).
 
 Everything is fitted on the *context* (the labelled training rows the network will attend to) and then
 frozen, so a query row's features never depend on which other rows are transformed with it.

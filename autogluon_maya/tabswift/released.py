@@ -1,7 +1,7 @@
 """The authors' released TabSwift weights (``swift.ckpt``, model hub ``LAMDA-Tabular/TabSwift``).
 
 The release is a ``torch.save`` pickle holding ``{"config": {...}, "state_dict": {...}}`` (353 tensors,
-8,203,211 parameters; ``../shared/docs/tabswift_reference.md``).  This module reads it *safely*
+8,203,211 parameters).  This module reads it *safely*
 (``torch.load(weights_only=True)``: tensors and plain containers only, so a file that would need to
 run code while unpickling is refused, never executed), maps every released tensor onto
 ``TabSwiftNetwork`` and writes our safetensors + JSON checkpoint (with sha256) once, so later fits

@@ -1,5 +1,5 @@
 """TABSWIFT's HPO space: only what matters for a pretrained ICL model -- inference ensemble size,
-context size, early-exit threshold and fine-tuning (issue 5; the backbone itself is fixed)."""
+context size, early-exit threshold and fine-tuning (the backbone itself is fixed)."""
 
 from autogluon.common import space
 

@@ -1,4 +1,4 @@
-"""TabSwift checkpoints on disk (SPEC section 3 "Weights"): ``<name>.safetensors`` + ``<name>.json``.
+"""TabSwift checkpoints on disk: ``<name>.safetensors`` + ``<name>.json``.
 
 Why this format:
 - ``safetensors`` holds only raw tensors, so loading a file can never execute code (a pickle can);

@@ -1,4 +1,4 @@
-"""MAYA's torch components checked against the paper's formulas (SPEC section 2).
+"""MAYA's torch components checked against the paper's formulas.
 
 Every reference computation here is written independently with plain torch ops (explicit loops over
 branches and heads, hand-written LayerNorm / ReGLU / softmax attention), so a change in the network's

@@ -1,4 +1,4 @@
-"""Pretraining pipeline (issue 4): loss goes down, bit-for-bit resume, unified targets, frozen stage 3."""
+"""Pretraining pipeline: loss goes down, bit-for-bit resume, unified targets, frozen stage 3."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Stage 2 (issue 10): row counts drawn per batch, a row budget per step, a row-count curriculum,
+"""Stage 2: row counts drawn per batch, a row budget per step, a row-count curriculum,
 uninformative columns, one target mode drawn per task -- and resume stays bit-for-bit with all of it."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Early exit after fine-tuning (issue 11): fine-tuning moves the backbone, so the exit heads are
+"""Early exit after fine-tuning: fine-tuning moves the backbone, so the exit heads are
 retrained on it with the backbone frozen -- or early exit is turned off with a logged reason."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_fine_tuned_model_with_tau_stays_within_tau_max_loss_of_no_exit(tmp_path
     """tau=0.5 is a low threshold: with the pretrained exit heads left on the fine-tuned backbone this fit
     lost 54 % RMSE at tau=0.5 (queries left at layers whose heads no longer fit the backbone).  The heads
     are retrained; whether 15 steps recalibrate them enough depends on the checkpoint and the data (2-10 %
-    loss in session 5's probe), so the fit checks the requested τ on validation and keeps it only within
+    loss in an earlier probe), so the fit checks the requested τ on validation and keeps it only within
     tau_max_loss -- otherwise a larger candidate or no exit.  Either way the model the user gets is within
     tau_max_loss of no exit on the validation rows."""
     tau, max_loss = 0.5, 0.01

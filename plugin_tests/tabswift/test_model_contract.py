@@ -1,4 +1,4 @@
-"""TABSWIFT against AutoGluon's model contract and the behaviour issue 3 asks for, using the shipped
+"""TABSWIFT against AutoGluon's model contract and the behaviour its users expect, using the shipped
 checkpoint (the one users get by default)."""
 
 import os

@@ -1,4 +1,4 @@
-"""TabSwift's network and cached engine checked against SPEC section 3.
+"""TabSwift's network and cached engine checked against the TabSwift paper.
 
 The reference computations are written independently with plain torch ops (hand LayerNorm, explicit
 per-head softmax attention, the G1 gate formula), and the cached engine is checked against the

@@ -1,4 +1,4 @@
-"""TabSwift's preprocessing, checkpoint files and inference ensemble (SPEC section 3).
+"""TabSwift's preprocessing, checkpoint files and inference ensemble.
 
 Networks are TINY (F_max=12, C_max=5) on one thread.  Where a random network cannot show that
 bookkeeping is right (class shifts, the class hierarchy), an oracle replaces the ICL pass: it returns

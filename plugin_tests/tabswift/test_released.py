@@ -33,7 +33,7 @@ from plugin_tests.conftest import tabswift_authors
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
 
-#: the released config dict (reference doc, "Released configuration"), incl. the inert TabICL leftovers
+#: the released config dict (the authors' released configuration), incl. the inert TabICL leftovers
 RELEASED_CONFIG = {"max_classes": 10, "max_dim": 100, "embed_dim": 192, "proj_dim": 100, "col_num_blocks": 3,
                    "col_nhead": 4, "col_num_inds": 128, "row_num_blocks": 3, "row_nhead": 8, "row_num_cls": 1,
                    "row_rope_base": 100000.0, "icl_num_blocks": 24, "icl_nhead": 4, "ff_factor": 2, "dropout": 0.0,

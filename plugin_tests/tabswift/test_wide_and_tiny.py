@@ -1,4 +1,4 @@
-"""Tiny and wide tables with the shipped checkpoint (issue 10, item 4).
+"""Tiny and wide tables with the shipped checkpoint.
 
 - Tiny: 24 training rows (12 per class) of a real binary table must beat the majority rate, and a
   network that prefers class id 0 must predict exactly what the unbiased one does: the balanced class

@@ -1,9 +1,10 @@
 """Benchmark: AutoGluon's ensemble of GBDTs alone, with MAYA + TabSwift, and with TabM + RealMLP, at one budget.
 
-    python examples/benchmarks/mixed_ensemble_benchmark.py                  # 12 datasets x 3 configs, 600 s per fit, 2 cores
-    python examples/benchmarks/mixed_ensemble_benchmark.py --data-dir /data/tables --datasets a,b,c
-    python examples/benchmarks/mixed_ensemble_benchmark.py --smoke --datasets qsar_biodeg,cpu_act --out /tmp/ens_smoke
-    python examples/benchmarks/mixed_ensemble_benchmark.py --report-only    # rebuild results.md and the PNGs
+    python examples/benchmarks/mixed_ensemble_benchmark.py                # 12 tables x 3 configs, 600 s, 2 cores
+    python examples/benchmarks/mixed_ensemble_benchmark.py --report-only  # rebuild results.md and the PNGs
+    python examples/benchmarks/mixed_ensemble_benchmark.py --data-dir /data/tables --datasets a,b,c --out /tmp/b
+    python examples/benchmarks/mixed_ensemble_benchmark.py --smoke --time-limit 120 \
+        --datasets qsar_biodeg,cpu_act --out /tmp/ens_smoke                # tiny models: checks the plumbing
 
 Three configurations per dataset, each ONE whole AutoGluon fit (``TabularPredictor.fit``) with the same
 ``--time-limit`` (seconds for the whole fit, default 600), the same cores (``--num-cpus``, default 2; no GPU
@@ -449,7 +450,8 @@ def _neural(r: dict) -> str:
 
 def write_report(out: Path, settings: dict | None = None) -> str:
     """``results.md``, ``error_reduction.png`` and ``pama.png`` from the results file."""
-    from autogluon_maya.benchmarking.ensemble import base_name, family, mean_finite, pama_of_models, win_tie_loss
+    from autogluon_maya.benchmarking.ensemble import (base_name, family, mean_finite, pama_of_models, stack_level,
+                                                      win_tie_loss)
 
     rows = read_rows(out)
     if settings is None and rows:  # the settings of the latest ok row
@@ -510,7 +512,8 @@ def write_report(out: Path, settings: dict | None = None) -> str:
             cells.append(f"**{cell}**" if v is not None and cfg in c.get("winner", "").split("=") else cell)
         nw = " / ".join("—" if c["fits"][k] is None else f"{float(c['fits'][k].get('neural_weight') or 0):.2f}"
                         for k in ("ours", "ag_dl"))
-        lines.append(f"| {c['dataset']} | {c['task']} | {c['n_train']} | {'RMSE ↓' if m != 'accuracy' else 'acc ↑'} "
+        metric_text = "RMSE ↓" if m != "accuracy" else "acc ↑"
+        lines.append(f"| {c['dataset']} | {c['task']} | {c['n_train']} | {metric_text} "
                      f"| {' | '.join(cells)} | {_pct(c.get('rer_gbdt'))} | {_pct(c.get('rer_ag_dl'))} | "
                      f"{c.get('winner', '—')} | {nw} |")
     lines += ["", "`neural weight`: share of the final model's weighted ensemble on MAYA/TabSwift (ours) or "
@@ -518,18 +521,21 @@ def write_report(out: Path, settings: dict | None = None) -> str:
 
     # ---- the fits
     lines += ["## The fits", "",
-              "| dataset | config | wall s / limit | best model | neural L1 models fitted | not fitted (why) | "
-              "largest fit-time shares | predict s / 1k rows | commit |",
-              "|---|---|---:|---|---|---|---|---:|---|"]
+              "| dataset | config | wall s / limit | best model | its ensemble weights | neural L1 models fitted | "
+              "not fitted (why) | largest fit-time shares | predict s / 1k rows | commit |",
+              "|---|---|---:|---|---|---|---|---|---:|---|"]
     order = [c["dataset"] for c in comp]
     for (d, cfg), r in sorted(latest.items(), key=lambda kv: (order.index(kv[0][0]), CONFIGS.index(kv[0][1]))):
         models = r.get("models") or {}
         shares = sorted(((m, v.get("fit_share") or 0) for m, v in models.items()), key=lambda t: -t[1])[:3]
         share_text = ", ".join(f"{base_name(m)}@L{models[m].get('level')} {100 * v:.0f}%" for m, v in shares) or "—"
+        final = sorted((r.get("weights") or {}).get(r.get("best_model"), {}).items(), key=lambda t: -t[1])
+        weight_text = ", ".join(f"{base_name(m)}@L{stack_level(m)} {w:.2f}" for m, w in final) or "—"
         skipped = "; ".join(f"{m} ({v['reason']})" for m, v in (r.get("skipped") or {}).items()) or "none"
         flag = " **OVER**" if r.get("over_time") else ""
         lines.append(f"| {d} | {cfg} | {float(r['fit_s']):.0f} / {float(r['time_limit']):.0f}{flag} | "
-                     f"{r.get('best_model', '')} | {_neural(r) if cfg != 'gbdt' else '—'} | {skipped} | "
+                     f"{r.get('best_model', '')} | {weight_text} | {_neural(r) if cfg != 'gbdt' else '—'} | "
+                     f"{skipped} | "
                      f"{share_text} | "
                      f"{r.get('predict_s_per_1k', '—')} | {r.get('commit', '?')} |")
     failed = sorted({(r["dataset"], r["config"]) for r in rows if r["status"] != "ok"} - set(latest))
@@ -578,8 +584,9 @@ def write_report(out: Path, settings: dict | None = None) -> str:
             if not t:
                 continue
             per = ", ".join(f"{base_name(m)} {k}" for m, k in t["right_when_tree_wrong"].items()) or "no neural model"
+            converse = t["tree_right_when_all_wrong"]
             lines.append(f"| {c['dataset']} | {cfg} | {t['n']} | {t['tree_wrong']} | {t['any_right_when_tree_wrong']} "
-                         f"| {per} | {t['tree_right_when_all_wrong'] if t['tree_right_when_all_wrong'] is not None else '—'} |")
+                         f"| {per} | {'—' if converse is None else converse} |")
     lines.append("")
     text = "\n".join(lines)
     (out / "results.md").write_text(text)

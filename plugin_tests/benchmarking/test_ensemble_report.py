@@ -270,5 +270,6 @@ def test_report_reads_the_earlier_csv_with_mixed_as_ours(bench, tmp_path):
             '"{""Maya_BAG_L1"": 0.25}",x,150,5242,1311,1639,light,150.0,10000,0,3,1,False,1,,,2026-11-29 15:40:45']
     (out / "results.csv").write_text("\n".join([header, *rows]) + "\n")
     text = bench.write_report(out)
-    assert "| cpu_act | regression | 5242 | RMSE ↓ | 2.5000 | **2.0000** | — | +20.00% | n/a | ours | 0.25 / — |" in text
+    assert ("| cpu_act | regression | 5242 | RMSE ↓ | 2.5000 | **2.0000** | — | +20.00% | n/a | ours | 0.25 / — |"
+            in text)
     assert json.loads(json.dumps(bench.read_rows(out)[1]["weights"])) == {"WeightedEnsemble_L3": {"Maya_BAG_L1": 0.25}}

@@ -32,8 +32,9 @@ the test accuracy (or RMSE) of the model AutoGluon picks on validation; its erro
 Every fit records (one JSON line in ``results.jsonl``): the commit of the package code (``commit``: short
 hash of HEAD, ``-dirty`` when tracked files outside ``examples/benchmarks/results`` changed; ``code_commit``:
 the last commit that touched anything outside the results folders), every fitted model (family, stack
-level, validation and test score, AutoGluon's marginal fit time and its share of the fit's wall time,
-bag folds fitted), every requested model that was not fitted and why (``time``, ``memory``, ``error``,
+level, validation and test score, the wall time of its whole fit (``ModelWallClock``, Ray start-up of the
+parallel folds included) and its share of the fit's wall time, AutoGluon's own ``fit_time_marginal``, bag
+folds fitted), every requested model that was not fitted and why (``time``, ``memory``, ``error``,
 ``constraint`` from AutoGluon's model failures; ``not started`` when AutoGluon skipped it for lack of time,
 which it does without recording a failure), the weights of every weighted ensemble, the predictor's
 inference time per 1,000 test rows (best model, persisted, after a warm-up call), the fit's wall time
@@ -156,10 +157,13 @@ def expected_models(hp: dict, num_stack_levels: int) -> list[str]:
     return names
 
 
-def skipped_models(expected: list[str], fitted: list[str], failures: dict, constraint: dict) -> dict:
+def skipped_models(expected: list[str], fitted: list[str], failures: dict, constraint: dict,
+                   started: dict | None = None) -> dict:
     """Requested models that are not among the fitted ones, with why: AutoGluon's recorded failure
     (``time`` / ``memory`` / ``error``), a fit constraint, or ``not started`` (no failure recorded: AutoGluon
-    skips a model without one when its level has no time left)."""
+    skips a model without one when its level has no time left).  ``started``: the wall-clock records of
+    ``ModelWallClock``, which tell a model the trainer never reached from one it reached with too little time."""
+    started = started or {}
     out = {}
     for name in expected:
         if name in fitted:
@@ -171,6 +175,10 @@ def skipped_models(expected: list[str], fitted: list[str], failures: dict, const
                          "after_s": round(float(f.get("total_time") or 0.0), 1)}
         elif name in constraint:
             out[name] = {"reason": "constraint", "detail": str(constraint[name])[:300]}
+        elif name in started:
+            allotted = started[name].get("allotted_s")
+            out[name] = {"reason": "not started", "detail": "reached with too little time left"
+                         + ("" if allotted is None else f" ({allotted:.1f} s)")}
         else:
             out[name] = {"reason": "not started", "detail": "no time left in its stack level"}
     for name, f in failures.items():  # failures under names the expectation did not foresee
@@ -187,6 +195,7 @@ def one_fit(spec: dict) -> dict:
     from autogluon_maya.benchmarking.ensemble import (NEURAL_FAMILIES, best_by_validation, error_of, family,
                                                       max_rows_for_train, over_time, stack_level,
                                                       tree_wrong_neural_right)
+    from autogluon_maya.benchmarking.fit_clock import ModelWallClock
     from autogluon_maya.benchmarking.p1 import p1_data, roc_auc
     from autogluon_maya.common.protocol import p1_metric
     from stack_with_gbdts import fit_stack
@@ -198,10 +207,11 @@ def one_fit(spec: dict) -> dict:
     hp = config_hyperparameters(spec["config"], spec["preset"], spec["smoke"])
     path = tempfile.mkdtemp(prefix=f"ens_bench_{ds.name}_{spec['config']}_")
     try:
+        clock = ModelWallClock()
         t0 = time.perf_counter()
         predictor = fit_stack(train, val, ds.target, ds.task, hp, spec["time_limit"], spec["num_bag_folds"],
                               spec["num_stack_levels"], spec["num_cpus"], spec["num_gpus"],
-                              path=str(Path(path) / "ag"), verbosity=2)
+                              path=str(Path(path) / "ag"), verbosity=2, callbacks=[clock])
         fit_s = time.perf_counter() - t0
         x_test, y_test = test.drop(columns=[ds.target]), test[ds.target]
         trainer = predictor._trainer
@@ -221,10 +231,13 @@ def one_fit(spec: dict) -> dict:
         models = {}
         for m in names:
             bag = info.get(m, {}).get("bagged_info") or {}
+            wall = clock.records.get(m, {}).get("wall_s")  # what the model cost the budget
             models[m] = {"family": family(m), "level": stack_level(m), "test": test_score[m],
                          "val": float(abs(lb.loc[m, "score_val"]) if metric != "accuracy" else lb.loc[m, "score_val"]),
-                         "fit_s": round(float(lb.loc[m, "fit_time_marginal"] or 0.0), 2),
-                         "fit_share": round(float(lb.loc[m, "fit_time_marginal"] or 0.0) / fit_s, 4),
+                         "wall_s": None if wall is None else round(wall, 2),
+                         "allotted_s": clock.records.get(m, {}).get("allotted_s"),
+                         "ag_fit_s": round(float(lb.loc[m, "fit_time_marginal"] or 0.0), 2),
+                         "fit_share": None if wall is None else round(wall / fit_s, 4),
                          "pred_val_s": round(float(lb.loc[m, "pred_time_val_marginal"] or 0.0), 3),
                          "n_folds": bag.get("num_child_models")}
         weights = {}
@@ -235,7 +248,8 @@ def one_fit(spec: dict) -> dict:
 
         failures = {k: dict(v) for k, v in getattr(trainer, "_models_failed_to_train_errors", {}).items()}
         constraint = dict(getattr(trainer, "_models_skipped_by_constraint", {}))
-        skipped = skipped_models(expected_models(hp, spec["num_stack_levels"]), names, failures, constraint)
+        skipped = skipped_models(expected_models(hp, spec["num_stack_levels"]), names, failures, constraint,
+                                 clock.records)
 
         # inference time of what a user gets: the best model with its ancestors in memory, warmed up
         best = predictor.model_best
@@ -478,12 +492,14 @@ def write_report(out: Path, settings: dict | None = None) -> str:
 
     # ---- summary
     lines += ["## Summary", ""]
+    titles = []
     for other in ("gbdt", "ag_dl"):
         pairs = [(c["errors"]["ours"], c["errors"][other]) for c in comp if f"rer_{other}" in c]
         if not pairs:
             lines.append(f"- ours vs {other}: no dataset with both fits yet")
             continue
         wtl = win_tie_loss(pairs)
+        titles.append(f"W/T/L vs {other}: {wtl.wins}/{wtl.ties}/{wtl.losses}")
         mean, left_out = mean_finite(c[f"rer_{other}"] for c in comp if f"rer_{other}" in c)
         worst = min((c[f"rer_{other}"] for c in comp if f"rer_{other}" in c), default=float("nan"))
         lines.append(f"- ours vs {other} on {wtl.n} datasets: **{wtl.wins} wins / {wtl.ties} ties / {wtl.losses} "
@@ -590,14 +606,14 @@ def write_report(out: Path, settings: dict | None = None) -> str:
     lines.append("")
     text = "\n".join(lines)
     (out / "results.md").write_text(text)
-    plot(comp, out / "error_reduction.png", smoke)
+    plot(comp, out / "error_reduction.png", smoke, "; ".join(titles))
     from autogluon_maya.benchmarking import plots
 
     plots.pama_bar(pama0, out / "pama.png", 0.0, len(scores))
     return text
 
 
-def plot(comp: list[dict], path: Path, smoke: bool) -> None:
+def plot(comp: list[dict], path: Path, smoke: bool, subtitle: str = "") -> None:
     import math
 
     import matplotlib
@@ -607,7 +623,7 @@ def plot(comp: list[dict], path: Path, smoke: bool) -> None:
     import numpy as np
 
     comp = [c for c in comp if "rer_gbdt" in c or "rer_ag_dl" in c]
-    fig, ax = plt.subplots(figsize=(max(6.5, 0.9 * len(comp) + 2), 4.8))
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.9 * len(comp) + 2), 5.0))
     if not comp:
         ax.set_axis_off()
         ax.text(0.5, 0.5, "no dataset with ours and another configuration finished yet", ha="center", va="center")
@@ -623,10 +639,10 @@ def plot(comp: list[dict], path: Path, smoke: bool) -> None:
         ax.axhline(0, color="black", lw=0.8)
         ax.set_ylabel("relative test error reduction of ours (%)\n(e_B − e_ours) / e_B")
         ax.legend(fontsize=8)
-    ax.set_title("GBDTs + MAYA + TabSwift (ours) against GBDTs alone and GBDTs + TabM + RealMLP, same budget"
-                 + (" [SMOKE]" if smoke else ""), fontsize=9)
+    ax.set_title("ours (GBDTs + MAYA + TabSwift) against gbdt (GBDTs alone)\nand ag_dl (GBDTs + TabM + RealMLP) at the "
+                 f"same time budget{' [SMOKE: tiny models]' if smoke else ''}\n{subtitle}", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 

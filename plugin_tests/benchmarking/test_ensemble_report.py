@@ -273,3 +273,34 @@ def test_report_reads_the_earlier_csv_with_mixed_as_ours(bench, tmp_path):
     assert ("| cpu_act | regression | 5242 | RMSE ↓ | 2.5000 | **2.0000** | — | +20.00% | n/a | ours | 0.25 / — |"
             in text)
     assert json.loads(json.dumps(bench.read_rows(out)[1]["weights"])) == {"WeightedEnsemble_L3": {"Maya_BAG_L1": 0.25}}
+
+
+def test_skipped_models_say_why(bench):
+    expected = ["LightGBM_BAG_L1", "Maya_BAG_L1", "TabSwift_BAG_L1", "TabM_BAG_L1", "RealMLP_BAG_L1", "KNN_BAG_L1",
+                "LightGBM_BAG_L2"]
+    failures = {"Maya_BAG_L1": {"exc_type": "TimeLimitExceeded", "exc_str": "", "total_time": 3.0},
+                "TabSwift_BAG_L1": {"exc_type": "NotEnoughMemoryError", "exc_str": "needs 9 GB"},
+                "TabM_BAG_L1": {"exc_type": "RuntimeError", "exc_str": "boom"}}
+    skipped = bench.skipped_models(expected, ["LightGBM_BAG_L1"], failures, {"KNN_BAG_L1": "too many rows"},
+                                   {"RealMLP_BAG_L1": {"allotted_s": 0.5, "fitted": False}})
+    assert {m: s["reason"] for m, s in skipped.items()} == {
+        "Maya_BAG_L1": "time", "TabSwift_BAG_L1": "memory", "TabM_BAG_L1": "error", "KNN_BAG_L1": "constraint",
+        "RealMLP_BAG_L1": "not started", "LightGBM_BAG_L2": "not started"}
+    assert "0.5 s" in skipped["RealMLP_BAG_L1"]["detail"] and "stack level" in skipped["LightGBM_BAG_L2"]["detail"]
+    assert "boom" in skipped["TabM_BAG_L1"]["detail"]
+
+
+def test_expected_model_names_follow_autogluon_naming(bench):
+    hp = {"GBM": {}, "MAYA": [{"ag_args": {"priority": 20}}, {"ag_args": {"name_suffix": "_d128"}}]}
+    assert bench.expected_models(hp, 1) == ["LightGBM_BAG_L1", "LightGBM_BAG_L2", "Maya_BAG_L1", "Maya_BAG_L2",
+                                            "Maya_d128_BAG_L1", "Maya_d128_BAG_L2"]
+
+
+def test_configurations_share_the_trees(bench):
+    hp = {c: bench.config_hyperparameters(c, "light", smoke=False) for c in bench.CONFIGS}
+    trees = {k: hp["gbdt"][k] for k in ("GBM", "CAT", "XGB")}
+    assert set(hp["gbdt"]) == {"GBM", "CAT", "XGB"}
+    assert {k: hp["ours"][k] for k in trees} == trees and {"MAYA", "TABSWIFT"} <= set(hp["ours"])
+    assert {k: hp["ag_dl"][k] for k in trees} == trees and set(hp["ag_dl"]) - set(trees) == {"TABM", "REALMLP"}
+    # neural models after the trees in both neural configurations (AutoGluon fits higher priority first)
+    assert hp["ag_dl"]["TABM"]["ag_args"]["priority"] == hp["ours"]["TABSWIFT"]["ag_args"]["priority"] < 40

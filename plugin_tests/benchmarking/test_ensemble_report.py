@@ -248,6 +248,10 @@ def test_report_from_rows(bench, tmp_path, monkeypatch):
     assert "mean relative error reduction **+13.33%**" in text  # (50 - 10 + 0) / 3
     # ours vs ag_dl: d1 .10 vs .15 (+33.3 %), d2 .33 vs .30 (-10 %), d3 .25 vs .50 (+50 %)
     assert "ours vs ag_dl on 3 datasets: **2 wins / 0 ties / 1 losses**" in text
+    # targets: ours >= gbdt on 2 of 3 (need 2) met; worst -10 % missed; mean +13.3 % met; >= ag_dl on 2 (need 2)
+    assert "- ours ≥ gbdt on ≥ 2 of 3: 2 — met" in text
+    assert "worst -10.00% — **missed**" in text and "+13.33% — met" in text
+    assert "- ours ≥ ag_dl on ≥ 2 of 3: 2 — met" in text
     assert "| d1 | binary | 640 | acc ↑ | 0.8000 | **0.9000** | 0.8500 | +50.00% | +33.33% | ours |" in text
     assert "| d3 | binary | 640 | acc ↑ | **0.7500** | **0.7500** | 0.5000 | +0.00% | +50.00% | gbdt=ours |" in text
     assert "| d1 | ours | 200 | 20 | 7 | Maya 5, TabSwift 5 | 4 |" in text

@@ -322,6 +322,8 @@ def _child_main(spec_path: str, result_path: str) -> None:
 # ---- results file ----------------------------------------------------------------------------------------
 def _old_csv_row(r: dict) -> dict:
     """A row of the earlier ``results.csv`` in today's form (``mixed`` -> ``ours``, numbers parsed)."""
+    from autogluon_maya.benchmarking.ensemble import NEURAL_FAMILIES, family, over_time, stack_level
+
     row = dict(r)
     row["config"] = OLD_CONFIG_NAMES.get(row["config"], row["config"])
     for k in ("test_score", "val_score", "fit_s", "time_limit", "nn_weight"):
@@ -341,6 +343,9 @@ def _old_csv_row(r: dict) -> dict:
     row["weights"] = {row.get("best_model", ""): json.loads(row["weights"])} if row.get("weights") else {}
     row["model_names"] = (row.get("models") or "").split()  # names only: no per-model scores were recorded
     row["models"] = {}
+    row["neural_fitted_l1"] = [m for m in row["model_names"] if stack_level(m) == 1 and family(m) in NEURAL_FAMILIES]
+    if isinstance(row.get("fit_s"), float) and isinstance(row.get("time_limit"), float):
+        row["over_time"] = over_time(row["fit_s"], row["time_limit"])
     row.setdefault("commit", "unrecorded")
     return row
 

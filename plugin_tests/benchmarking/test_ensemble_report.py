@@ -271,12 +271,15 @@ def test_report_reads_the_earlier_csv_with_mixed_as_ours(bench, tmp_path):
     rows = ['cpu_act,gbdt,ok,regression,root_mean_squared_error,2.5,2.4,WeightedEnsemble_L3,8,0.0,"{}",x,'
             "100,5242,1311,1639,light,150.0,10000,0,3,1,False,1,,,2026-11-29 15:35:45",
             'cpu_act,mixed,ok,regression,root_mean_squared_error,2.0,2.1,WeightedEnsemble_L3,8,0.25,'
-            '"{""Maya_BAG_L1"": 0.25}",x,150,5242,1311,1639,light,150.0,10000,0,3,1,False,1,,,2026-11-29 15:40:45']
+            '"{""Maya_BAG_L1"": 0.25}",LightGBM_BAG_L1 Maya_BAG_L1 Maya_BAG_L2,'
+            "160,5242,1311,1639,light,150.0,10000,0,3,1,False,1,,,2026-11-29 15:40:45"]
     (out / "results.csv").write_text("\n".join([header, *rows]) + "\n")
     text = bench.write_report(out)
     assert ("| cpu_act | regression | 5242 | RMSE ↓ | 2.5000 | **2.0000** | — | +20.00% | n/a | ours | 0.25 / — |"
             in text)
     assert json.loads(json.dumps(bench.read_rows(out)[1]["weights"])) == {"WeightedEnsemble_L3": {"Maya_BAG_L1": 0.25}}
+    assert "with neither MAYA nor TabSwift fitted: none" in text  # Maya_BAG_L1 is among the old row's models
+    assert "fits over time_limit × 1.05 + 2 s: cpu_act/ours" in text  # 160 s > 150 x 1.05 + 2
 
 
 def test_skipped_models_say_why(bench):

@@ -69,11 +69,12 @@ def portfolio(preset: str, smoke: bool = False) -> dict:
 
 def fit_stack(train: pd.DataFrame, val: pd.DataFrame, label: str, task: str, hp: dict, time_limit: float,
               num_bag_folds: int, num_stack_levels: int, num_cpus: int | None, num_gpus: float | None,
-              path: str | None = None, verbosity: int = 2):
-    """Bagged + stacked AutoGluon fit under protocol P1 (validation part as bag holdout)."""
+              path: str | None = None, verbosity: int = 2, **fit_kwargs):
+    """Bagged + stacked AutoGluon fit under protocol P1 (validation part as bag holdout); ``fit_kwargs`` go to
+    ``TabularPredictor.fit`` (e.g. ``callbacks``)."""
     from autogluon.tabular import TabularPredictor
 
-    kwargs = {}
+    kwargs = dict(fit_kwargs)
     if num_cpus:
         kwargs["num_cpus"] = num_cpus
     if num_gpus is not None:

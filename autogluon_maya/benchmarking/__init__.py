@@ -5,6 +5,8 @@
 ``plots``    the report's figures (matplotlib, Agg backend).
 ``report``   ``results.md`` + figures from ``results.jsonl``.
 ``runner``   one fit per child process (protocol P1), with its metrics, timings and peak memory.
+``ensemble`` report logic of the GBDT / + MAYA + TabSwift / + TabM + RealMLP ensemble benchmark.
+``fit_clock`` an AutoGluon callback recording each model's wall-clock fit time.
 
 Only ``results`` and ``stats`` are imported here: the rest pulls in matplotlib or AutoGluon.
 """

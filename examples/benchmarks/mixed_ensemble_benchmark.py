@@ -1,31 +1,55 @@
-"""Benchmark: does adding MAYA and TabSwift to a GBDT ensemble help, at the same total time budget?
+"""Benchmark: AutoGluon's ensemble of GBDTs alone, with MAYA + TabSwift, and with TabM + RealMLP, at one budget.
 
-    python examples/benchmarks/mixed_ensemble_benchmark.py                          # 9 datasets x 2 configs, 600 s per fit
-    python examples/benchmarks/mixed_ensemble_benchmark.py --datasets phoneme,cpu_act --time-limit 300 --num-cpus 2
-    python examples/benchmarks/mixed_ensemble_benchmark.py --preset best --num-gpus 1 --out results/mixed_best
-    python examples/benchmarks/mixed_ensemble_benchmark.py --report-only           # rebuild results.md / PNG from results.csv
+    python examples/benchmarks/mixed_ensemble_benchmark.py                # 12 tables x 3 configs, 600 s, 2 cores
+    python examples/benchmarks/mixed_ensemble_benchmark.py --report-only  # rebuild results.md and the PNGs
+    python examples/benchmarks/mixed_ensemble_benchmark.py --data-dir /data/tables --datasets a,b,c --out /tmp/b
+    python examples/benchmarks/mixed_ensemble_benchmark.py --smoke --time-limit 120 \
+        --datasets qsar_biodeg,cpu_act --out /tmp/ens_smoke                # tiny models: checks the plumbing
 
-Two configurations per dataset, each one full AutoGluon fit with the SAME ``--time-limit`` (seconds for
-the whole fit, not per model), bagging (``--num-bag-folds``), one stack level and weighted ensembles:
+Three configurations per dataset, each ONE whole AutoGluon fit (``TabularPredictor.fit``) with the same
+``--time-limit`` (seconds for the whole fit, default 600), the same cores (``--num-cpus``, default 2; no GPU
+unless ``--num-gpus``) and the same ensembling, stated in every result row (``ensembling``):
+5-fold bagging (``--num-bag-folds``), one stack level (``--num-stack-levels``; the L2 models see the L1
+out-of-fold predictions), weighted ensembles on top of each level, ``dynamic_stacking=False``, and the P1
+validation part as the bag holdout (``use_bag_holdout=True``) on which AutoGluon fits the weighted ensembles
+and picks the final model.
 
-- ``gbdt``:  LightGBM + CatBoost + XGBoost (the GBDT entries of the portfolio, plus XGB);
-- ``mixed``: the same GBDTs + MAYA + TabSwift (``autogluon_maya.hyperparameters(--preset)``).
+- ``gbdt``:  LightGBM + CatBoost + XGBoost (the tree entries of the preset, plus XGB);
+- ``ours``:  the same trees + MAYA + TabSwift as ``autogluon_maya.hyperparameters(--preset)`` gives them
+  (``light``: the preset for CPUs), i.e. the preset plus XGB (``examples/stack_with_gbdts.portfolio``);
+- ``ag_dl``: the same trees + TabM + RealMLP, AutoGluon's own CPU-capable deep models at their defaults
+  (``pip install "autogluon_maya[bench]"`` brings pytabkit).  They get the preset's fit order of the neural
+  models (TabM at TabSwift's ``priority``, RealMLP at MAYA's): trees first in all three configurations,
+  so a tight budget costs every configuration its neural models before its trees.
 
-Protocol P1 (``autogluon_maya.common.protocol``): 64/16/20 split; the validation part is the bag
-holdout (``use_bag_holdout=True``) on which AutoGluon picks the final model; the score is the test
-metric of that model (accuracy, or RMSE for regression).  Datasets default to the public tables in
-``$AUTOGLUON_MAYA_DATASETS`` with <= ~10k rows (``--max-rows`` subsamples larger ones, seeded), mixing
-binary, multiclass and regression.
+Rows written by an earlier version of this script under the name ``mixed`` are read as ``ours``.
 
-Outputs in ``--out``: ``results.csv`` (one row per finished fit, appended), ``results.md`` (per-dataset
-table and "mixed wins k of n"), ``mixed_vs_gbdt.png`` (relative test improvement per dataset) and
-``logs/<dataset>_<config>.log`` (AutoGluon's output of the latest fit of that pair).
-Resumable: a (dataset, config) pair already in results.csv with the same settings and status ``ok`` is
-skipped; failed fits are recorded and retried on the next run.  Every fit runs in its own child
-process (a crash or out-of-memory kill becomes a failure row, not the end of the run).
+Protocol P1 (``autogluon_maya.common.protocol``), seed ``--seed`` (0): 64/16/20 train/validation/test split,
+stratified for classification; tables larger than ``--max-train-rows`` (10,000) training rows are subsampled
+(seeded, stratified) to 15,627 rows first, which P1 splits into 10,000 / 2,501 / 3,126.  The score of a fit is
+the test accuracy (or RMSE) of the model AutoGluon picks on validation; its error e is 1 - accuracy or RMSE.
 
-This is a benchmark, not a test: the numbers depend on the hardware, the budget and the TabSwift
-checkpoint shipped at the time; rerun it when any of them changes.
+Every fit records (one JSON line in ``results.jsonl``): the commit of the package code (``commit``: short
+hash of HEAD, ``-dirty`` when tracked files outside ``examples/benchmarks/results`` changed; ``code_commit``:
+the last commit that touched anything outside the results folders), every fitted model (family, stack
+level, validation and test score, the wall time of its whole fit (``ModelWallClock``, Ray start-up of the
+parallel folds included) and its share of the fit's wall time, AutoGluon's own ``fit_time_marginal``, bag
+folds fitted), every requested model that was not fitted and why (``time``, ``memory``, ``error``,
+``constraint`` from AutoGluon's model failures; ``not started`` when AutoGluon skipped it for lack of time,
+which it does without recording a failure), the weights of every weighted ensemble, the predictor's
+inference time per 1,000 test rows (best model, persisted, after a warm-up call), the fit's wall time
+against ``time_limit`` (``over_time``: more than ``time_limit x 1.05 + 2 s``), and on classification
+tables the counts of test rows where the best tree model (by validation) is wrong and a neural model right.
+
+Outputs in ``--out``: ``results.jsonl`` (appended, one row per finished or failed fit), ``results.md`` (the
+report), ``error_reduction.png``, ``pama.png`` and ``logs/<dataset>_<config>.log`` (AutoGluon's output of
+the latest fit of that pair).  Resumable and cumulative: a (dataset, config) pair that has an ``ok`` row with
+the same settings is skipped (``--refit`` fits it again; the report takes the latest ``ok`` row); failed
+fits are recorded and retried on the next run.  Every fit runs in its own child process, so a crash or an
+out-of-memory kill becomes a failure row, not the end of the run.
+
+This is a benchmark, not a test: its numbers depend on the hardware, the load, the budget and the code of
+the recorded commit.
 """
 
 from __future__ import annotations
@@ -34,74 +58,241 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/stack_with_gbdts.py (fit and family helpers)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/stack_with_gbdts.py (portfolio helper)
 
-DATASETS = ("qsar_biodeg,seismic_bumps,ames_housing,spambase,phoneme,satimage,telco_churn,cpu_act,letter")
-CONFIGS = ("gbdt", "mixed")
+#: 6 binary, 3 multiclass, 3 regression tables (letter, otto and house_16H are subsampled)
+DATASETS = ("qsar_biodeg,seismic_bumps,phoneme,spambase,telco_churn,bank_churn,"
+            "satimage,letter,otto,ames_housing,cpu_act,house_16H")
+CONFIGS = ("gbdt", "ours", "ag_dl")
+OLD_CONFIG_NAMES = {"mixed": "ours"}
 GBDT_KEYS = ("GBM", "CAT", "XGB")
+AG_DL_SMOKE = {"TABM": {"n_epochs": 2}, "REALMLP": {"n_epochs": 2}}
 #: settings that identify a result: a pair is "done" only for the same values of these
-SETTINGS = ("preset", "time_limit", "max_rows", "seed", "num_bag_folds", "num_stack_levels", "smoke")
-FIELDS = ["dataset", "config", "status", "task", "metric", "test_score", "val_score", "best_model", "n_models",
-          "nn_weight", "weights", "models", "fit_s", "n_train", "n_val", "n_test", *SETTINGS, "num_cpus",
-          "num_gpus", "error", "finished"]
+SETTINGS = ("preset", "time_limit", "max_train_rows", "seed", "num_bag_folds", "num_stack_levels", "num_cpus",
+            "num_gpus", "smoke")
 CHILD_GRACE_S = 600
+RESULTS_DIR = "examples/benchmarks/results"
 
 
 def config_hyperparameters(config: str, preset: str, smoke: bool) -> dict:
+    """The ``hyperparameters`` of one configuration; the trees are the same dict entries in all three."""
     from stack_with_gbdts import portfolio
 
+    from autogluon_maya.portfolio import MAYA_PRIORITY, TABSWIFT_PRIORITY
+
     hp = portfolio(preset, smoke=smoke)  # the preset + XGB (+ tiny sizes with smoke)
+    trees = {k: v for k, v in hp.items() if k in GBDT_KEYS}
     if config == "gbdt":
-        return {k: v for k, v in hp.items() if k in GBDT_KEYS}
-    if config == "mixed":
+        return trees
+    if config == "ours":
         return hp
+    if config == "ag_dl":
+        dl = {"TABM": {"ag_args": {"priority": TABSWIFT_PRIORITY}},
+              "REALMLP": {"ag_args": {"priority": MAYA_PRIORITY}}}
+        if smoke:
+            for key, override in AG_DL_SMOKE.items():
+                dl[key].update(override)
+        return {**trees, **dl}
     raise ValueError(f"unknown config {config!r}; choose from {', '.join(CONFIGS)}")
 
 
+def ensembling(args_or_spec) -> str:
+    get = args_or_spec.get if isinstance(args_or_spec, dict) else lambda k: getattr(args_or_spec, k)
+    return (f"{get('num_bag_folds')}-fold bagging, {get('num_stack_levels')} stack level(s), weighted ensembles, "
+            "dynamic_stacking=False, P1 validation part as bag holdout")
+
+
+# ---- the code version ------------------------------------------------------------------------------------
+def _git(repo: Path, *cmd: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *cmd], capture_output=True, text=True, timeout=60,
+                          check=True).stdout.strip()
+
+
+def code_version(out: Path) -> dict:
+    """``commit`` (HEAD, ``-dirty`` when tracked files outside the results folders changed) and
+    ``code_commit`` (the last commit touching anything outside them) of the checkout that holds the
+    ``autogluon_maya`` this run imports (``PYTHONPATH`` decides which)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("autogluon_maya")
+    repo = Path(list(spec.submodule_search_locations)[0]).parent
+    excludes = [f":(exclude){RESULTS_DIR}"]
+    try:
+        rel_out = out.resolve().relative_to(repo.resolve())
+        excludes.append(f":(exclude){rel_out}")
+    except ValueError:
+        pass
+    try:
+        head = _git(repo, "rev-parse", "--short", "HEAD")
+        dirty = _git(repo, "status", "--porcelain", "--untracked-files=no", "--", ".", *excludes)
+        code = _git(repo, "log", "-1", "--format=%h", "--", ".", *excludes)
+        return {"commit": head + ("-dirty" if dirty else ""), "code_commit": code}
+    except (OSError, subprocess.SubprocessError) as e:
+        return {"commit": f"unknown ({type(e).__name__})", "code_commit": "unknown"}
+
+
 # ---- one fit (runs in a child process) -----------------------------------------------------------------
+_FAILURE_KINDS = {"TimeLimitExceeded": "time", "InsufficientTime": "time", "NotEnoughMemoryError": "memory",
+                  "NotEnoughCudaMemoryError": "memory", "MemoryError": "memory", "OutOfMemoryError": "memory"}
+
+
+def expected_models(hp: dict, num_stack_levels: int) -> list[str]:
+    """The bagged model names AutoGluon gives the configs of ``hp`` at every stack level."""
+    from autogluon.tabular.registry import ag_model_registry
+
+    names = []
+    for key, configs in hp.items():
+        cls = ag_model_registry.key_to_cls(key)
+        for c in configs if isinstance(configs, list) else [configs]:
+            ag_args = c.get("ag_args", {})
+            name = ag_args.get("name") or ag_args.get("name_prefix", "") + cls.ag_name + ag_args.get("name_suffix", "")
+            names += [f"{name}_BAG_L{level}" for level in range(1, num_stack_levels + 2)]
+    return names
+
+
+def skipped_models(expected: list[str], fitted: list[str], failures: dict, constraint: dict,
+                   started: dict | None = None) -> dict:
+    """Requested models that are not among the fitted ones, with why: AutoGluon's recorded failure
+    (``time`` / ``memory`` / ``error``), a fit constraint, or ``not started`` (no failure recorded: AutoGluon
+    skips a model without one when its level has no time left).  ``started``: the wall-clock records of
+    ``ModelWallClock``, which tell a model the trainer never reached from one it reached with too little time."""
+    started = started or {}
+    out = {}
+    for name in expected:
+        if name in fitted:
+            continue
+        if name in failures:
+            f = failures[name]
+            out[name] = {"reason": _FAILURE_KINDS.get(f["exc_type"], "error"),
+                         "detail": f"{f['exc_type']}: {str(f['exc_str'])[:300]}",
+                         "after_s": round(float(f.get("total_time") or 0.0), 1)}
+        elif name in constraint:
+            out[name] = {"reason": "constraint", "detail": str(constraint[name])[:300]}
+        elif name in started:
+            allotted = started[name].get("allotted_s")
+            out[name] = {"reason": "not started", "detail": "reached with too little time left"
+                         + ("" if allotted is None else f" ({allotted:.1f} s)")}
+        else:
+            out[name] = {"reason": "not started", "detail": "no time left in its stack level"}
+    for name, f in failures.items():  # failures under names the expectation did not foresee
+        if name not in out and name not in fitted:
+            out[name] = {"reason": _FAILURE_KINDS.get(f["exc_type"], "error"),
+                         "detail": f"{f['exc_type']}: {str(f['exc_str'])[:300]}"}
+    return out
+
+
 def one_fit(spec: dict) -> dict:
+    import numpy as np
+
     import autogluon_maya  # noqa: F401  (registers MAYA and TABSWIFT)
-    from autogluon_maya.benchmarking.p1 import p1_data
+    from autogluon_maya.benchmarking.ensemble import (NEURAL_FAMILIES, best_by_validation, error_of, family,
+                                                      max_rows_for_train, over_time, stack_level,
+                                                      tree_wrong_neural_right)
+    from autogluon_maya.benchmarking.fit_clock import ModelWallClock
+    from autogluon_maya.benchmarking.p1 import p1_data, roc_auc
     from autogluon_maya.common.protocol import p1_metric
-    from stack_with_gbdts import family, fit_stack, test_leaderboard
+    from stack_with_gbdts import fit_stack
 
-    data = p1_data(Path(spec["data_dir"]) / spec["dataset"], seed=spec["seed"], max_rows=spec["max_rows"])
+    data = p1_data(Path(spec["data_dir"]) / spec["dataset"], seed=spec["seed"],
+                   max_rows=max_rows_for_train(spec["max_train_rows"]))
     ds, train, val, test = data.dataset, data.train, data.val, data.test
+    metric = p1_metric(ds.task)
     hp = config_hyperparameters(spec["config"], spec["preset"], spec["smoke"])
-    path = tempfile.mkdtemp(prefix=f"mixed_bench_{ds.name}_{spec['config']}_")
-    t0 = time.time()
-    predictor = fit_stack(train, val, ds.target, ds.task, hp, spec["time_limit"], spec["num_bag_folds"],
-                          spec["num_stack_levels"], spec["num_cpus"], spec["num_gpus"], path=str(Path(path) / "ag"),
-                          verbosity=2)
-    fit_s = time.time() - t0
-    lb = test_leaderboard(predictor, test, ds.task).set_index("model")
-    best = predictor.model_best  # chosen on validation (the bag holdout), as a user would get it
-    model = predictor._trainer.load_model(best)
-    weights = model._get_model_weights() if hasattr(model, "_get_model_weights") else {best: 1.0}
-    # share of the final weighted ensemble on MAYA/TabSwift models
-    nn_weight = sum(w for m, w in weights.items() if family(m) in ("MAYA", "TabSwift"))
-    row = {"task": ds.task, "metric": p1_metric(ds.task), "test_score": float(lb.loc[best, "test"]),
-           "val_score": float(lb.loc[best, "val"]), "best_model": best, "n_models": len(lb),
-           "nn_weight": round(float(nn_weight), 4),
-           "weights": json.dumps({m: round(float(w), 4) for m, w in weights.items()}), "models": " ".join(lb.index),
-           "fit_s": round(fit_s, 1), "n_train": len(train),
-           "n_val": len(val), "n_test": len(test)}
-    import shutil
+    path = tempfile.mkdtemp(prefix=f"ens_bench_{ds.name}_{spec['config']}_")
+    try:
+        clock = ModelWallClock()
+        t0 = time.perf_counter()
+        predictor = fit_stack(train, val, ds.target, ds.task, hp, spec["time_limit"], spec["num_bag_folds"],
+                              spec["num_stack_levels"], spec["num_cpus"], spec["num_gpus"],
+                              path=str(Path(path) / "ag"), verbosity=2, callbacks=[clock])
+        fit_s = time.perf_counter() - t0
+        x_test, y_test = test.drop(columns=[ds.target]), test[ds.target]
+        trainer = predictor._trainer
 
-    shutil.rmtree(path, ignore_errors=True)
-    return row
+        # every model's test predictions in one pass (stackers reuse their base models' predictions)
+        names = predictor.model_names()
+        if ds.is_classification:
+            probas = predictor.predict_proba_multi(x_test, models=names)
+            preds = {m: predictor.predict_from_proba(p) for m, p in probas.items()}
+            test_score = {m: float(np.mean(np.asarray(p) == y_test.to_numpy())) for m, p in preds.items()}
+        else:
+            preds = predictor.predict_multi(x_test, models=names)
+            test_score = {m: float(np.sqrt(np.mean((np.asarray(p, float) - y_test.to_numpy(float)) ** 2)))
+                          for m, p in preds.items()}
+        lb = predictor.leaderboard(silent=True).set_index("model")
+        info = predictor.info()["model_info"]
+        models = {}
+        for m in names:
+            bag = info.get(m, {}).get("bagged_info") or {}
+            wall = clock.records.get(m, {}).get("wall_s")  # what the model cost the budget
+            models[m] = {"family": family(m), "level": stack_level(m), "test": test_score[m],
+                         "val": float(abs(lb.loc[m, "score_val"]) if metric != "accuracy" else lb.loc[m, "score_val"]),
+                         "wall_s": None if wall is None else round(wall, 2),
+                         "allotted_s": clock.records.get(m, {}).get("allotted_s"),
+                         "ag_fit_s": round(float(lb.loc[m, "fit_time_marginal"] or 0.0), 2),
+                         "fit_share": None if wall is None else round(wall / fit_s, 4),
+                         "pred_val_s": round(float(lb.loc[m, "pred_time_val_marginal"] or 0.0), 3),
+                         "n_folds": bag.get("num_child_models")}
+        weights = {}
+        for m in names:
+            model = trainer.load_model(m)
+            if hasattr(model, "_get_model_weights"):
+                weights[m] = {k: round(float(w), 4) for k, w in model._get_model_weights().items()}
+
+        failures = {k: dict(v) for k, v in getattr(trainer, "_models_failed_to_train_errors", {}).items()}
+        constraint = dict(getattr(trainer, "_models_skipped_by_constraint", {}))
+        skipped = skipped_models(expected_models(hp, spec["num_stack_levels"]), names, failures, constraint,
+                                 clock.records)
+
+        # inference time of what a user gets: the best model with its ancestors in memory, warmed up
+        best = predictor.model_best
+        predictor.persist(models=[best])
+        predict = predictor.predict_proba if ds.is_classification else predictor.predict
+        predict(x_test.head(10))
+        t1 = time.perf_counter()
+        out = predict(x_test)
+        predict_s = time.perf_counter() - t1
+        predictor.unpersist()
+        auc = roc_auc(y_test, out, predictor.positive_class if ds.task == "binary" else None) \
+            if ds.is_classification else None
+
+        tree_vs_neural = None
+        if ds.is_classification:
+            val_scores = {m: float(lb.loc[m, "score_val"]) for m in names}
+            l1 = [m for m in names if stack_level(m) == 1]
+            tree = best_by_validation(val_scores, [m for m in l1 if family(m) == "GBDT"])
+            neural = [m for m in l1 if family(m) in NEURAL_FAMILIES]
+            if tree is not None:
+                tree_vs_neural = {"tree_model": tree, **tree_wrong_neural_right(
+                    y_test.to_numpy(), np.asarray(preds[tree]), {m: np.asarray(preds[m]) for m in neural})}
+
+        best_weights = weights.get(best, {best: 1.0})
+        return {"task": ds.task, "metric": "accuracy" if ds.is_classification else metric,
+                "test_score": test_score[best], "test_error": error_of(test_score[best], "accuracy" if
+                                                                        ds.is_classification else metric),
+                "test_roc_auc": auc, "val_score": models[best]["val"], "best_model": best,
+                "neural_weight": round(sum(w for m, w in best_weights.items() if family(m) in NEURAL_FAMILIES), 4),
+                "neural_fitted_l1": [m for m in names if stack_level(m) == 1 and family(m) in NEURAL_FAMILIES],
+                "models": models, "skipped": skipped, "weights": weights,
+                "fit_s": round(fit_s, 1), "over_time": over_time(fit_s, spec["time_limit"]),
+                "predict_s_per_1k": round(1000.0 * predict_s / max(len(test), 1), 4),
+                "tree_vs_neural": tree_vs_neural, "hyperparameters": hp,
+                "n_rows_used": len(ds.data), "n_train": len(train), "n_val": len(val), "n_test": len(test)}
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def run_child(spec: dict, log_path: Path) -> dict:
     """Run ``one_fit`` in a fresh Python process (its output goes to ``log_path``); a crash or timeout
     becomes an error row."""
-    with tempfile.TemporaryDirectory(prefix="mixed_bench_child_") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ens_bench_child_") as tmp:
         spec_path, result_path = Path(tmp, "spec.json"), Path(tmp, "result.json")
         spec_path.write_text(json.dumps(spec))
         timeout = 2 * spec["time_limit"] + CHILD_GRACE_S  # AutoGluon's time limit is soft
@@ -129,164 +320,363 @@ def _child_main(spec_path: str, result_path: str) -> None:
 
 
 # ---- results file ----------------------------------------------------------------------------------------
-def read_rows(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+def _old_csv_row(r: dict) -> dict:
+    """A row of the earlier ``results.csv`` in today's form (``mixed`` -> ``ours``, numbers parsed)."""
+    from autogluon_maya.benchmarking.ensemble import NEURAL_FAMILIES, family, over_time, stack_level
+
+    row = dict(r)
+    row["config"] = OLD_CONFIG_NAMES.get(row["config"], row["config"])
+    for k in ("test_score", "val_score", "fit_s", "time_limit", "nn_weight"):
+        if row.get(k) not in (None, ""):
+            row[k] = float(row[k])
+    if "nn_weight" in row:
+        row["neural_weight"] = row.pop("nn_weight")
+    if row.get("metric") == "accuracy" and row.get("test_score") not in (None, ""):
+        row["test_error"] = 1.0 - row["test_score"]
+    elif row.get("test_score") not in (None, ""):
+        row["test_error"] = row["test_score"]
+    if row.get("max_rows") not in (None, ""):
+        row["max_train_rows"] = f"total rows <= {row['max_rows']}"
+    for k in ("num_bag_folds", "num_stack_levels", "seed"):
+        if row.get(k) not in (None, ""):
+            row[k] = int(row[k])
+    row["weights"] = {row.get("best_model", ""): json.loads(row["weights"])} if row.get("weights") else {}
+    row["model_names"] = (row.get("models") or "").split()  # names only: no per-model scores were recorded
+    row["models"] = {}
+    row["neural_fitted_l1"] = [m for m in row["model_names"] if stack_level(m) == 1 and family(m) in NEURAL_FAMILIES]
+    if isinstance(row.get("fit_s"), float) and isinstance(row.get("time_limit"), float):
+        row["over_time"] = over_time(row["fit_s"], row["time_limit"])
+    row.setdefault("commit", "unrecorded")
+    return row
+
+
+def read_rows(out: Path) -> list[dict]:
+    """Rows of ``results.jsonl`` (and of an earlier version's ``results.csv`` in the same folder)."""
+    rows = []
+    old = out / "results.csv"
+    if old.exists():
+        with open(old, newline="") as f:
+            rows += [_old_csv_row(r) for r in csv.DictReader(f)]
+    path = out / "results.jsonl"
+    if path.exists():
+        with open(path) as f:
+            for line in f:
+                if line.strip():
+                    r = json.loads(line)
+                    r["config"] = OLD_CONFIG_NAMES.get(r["config"], r["config"])
+                    rows.append(r)
+    return rows
 
 
 def _key(row: dict) -> tuple:
-    return (row["dataset"], row["config"], *(str(row[s]) for s in SETTINGS))
+    return (row["dataset"], row["config"], *(str(row.get(s)) for s in SETTINGS))
 
 
-def append_row(path: Path, row: dict) -> None:
-    if path.exists():
-        with open(path, newline="") as f:
-            header = next(csv.reader(f), None)
-        if header != FIELDS:  # written by an older version of this script: rewrite with today's columns
-            old = read_rows(path)
-            with open(path, "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore", restval="")
-                w.writeheader()
-                w.writerows(old)
-    new = not path.exists()
-    with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
-        if new:
-            w.writeheader()
-        w.writerow(row)
+def append_row(out: Path, row: dict) -> None:
+    with open(out / "results.jsonl", "a") as f:
+        f.write(json.dumps(row, default=str) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def settings_of(args) -> dict:
-    return {"preset": args.preset, "time_limit": float(args.time_limit), "max_rows": args.max_rows,
+    return {"preset": args.preset, "time_limit": float(args.time_limit), "max_train_rows": args.max_train_rows,
             "seed": args.seed, "num_bag_folds": args.num_bag_folds, "num_stack_levels": args.num_stack_levels,
-            "smoke": bool(args.smoke)}
+            "num_cpus": args.num_cpus, "num_gpus": args.num_gpus, "smoke": bool(args.smoke)}
 
 
 def run(args, out: Path) -> None:
-    results = out / "results.csv"
     settings = settings_of(args)
-    done = {_key(r) for r in read_rows(results) if r["status"] == "ok"}
+    done = {_key(r) for r in read_rows(out) if r["status"] == "ok"}
     for dataset in args.datasets.split(","):
         if not (Path(args.data_dir) / dataset / "meta.json").exists():
             print(f"skip {dataset}: not found in {args.data_dir}", file=sys.stderr)
             continue
         for config in args.configs.split(","):
             row = {"dataset": dataset, "config": config, **settings}
-            if _key(row) in done:
+            if _key(row) in done and not args.refit:
                 print(f"[{time.strftime('%H:%M:%S')}] {dataset} / {config}: done, skipped", file=sys.stderr)
                 continue
             print(f"[{time.strftime('%H:%M:%S')}] {dataset} / {config}: fitting ({args.time_limit:.0f} s budget)",
                   file=sys.stderr, flush=True)
-            spec = {**row, "data_dir": str(args.data_dir), "num_cpus": args.num_cpus, "num_gpus": args.num_gpus}
+            version = code_version(out)
+            spec = {**row, "data_dir": str(args.data_dir)}
             (out / "logs").mkdir(exist_ok=True)
             result = run_child(spec, out / "logs" / f"{dataset}_{config}.log")
-            row.update(result, num_cpus=args.num_cpus, num_gpus=args.num_gpus,
+            row.update(version, ensembling=ensembling(settings), **result,
                        finished=time.strftime("%Y-%m-%d %H:%M:%S"))
-            append_row(results, row)
-            msg = (f"test {row['metric']} {row['test_score']:.4f} ({row['best_model']}, {row['fit_s']} s)"
-                   if row["status"] == "ok" else f"FAILED: {str(row['error']).splitlines()[0][:200]}")
+            append_row(out, row)
+            if row["status"] == "ok":
+                skipped = ", ".join(f"{m} ({s['reason']})" for m, s in row["skipped"].items()) or "none"
+                msg = (f"test {row['metric']} {row['test_score']:.4f} ({row['best_model']}, {row['fit_s']} s"
+                       f"{', OVER TIME' if row['over_time'] else ''}); skipped: {skipped}")
+            else:
+                msg = f"FAILED: {str(row['error']).splitlines()[0][:200]}"
             print(f"[{time.strftime('%H:%M:%S')}] {dataset} / {config}: {msg}", file=sys.stderr, flush=True)
 
 
 # ---- report ----------------------------------------------------------------------------------------------
-def compare(rows: list[dict], settings: dict | None = None) -> list[dict]:
-    """One entry per dataset with both configs finished: scores, relative improvement, winner.
-
-    With ``settings``, only rows run with those settings count; without, the latest ok row per pair."""
+def latest_ok(rows: list[dict], settings: dict | None) -> dict:
+    """The latest ``ok`` row per (dataset, config), among the rows run with ``settings`` (all when None)."""
     latest = {}
     for r in rows:
         if r["status"] != "ok":
             continue
-        if settings is not None and any(str(r[k]) != str(v) for k, v in settings.items()):
+        if settings is not None and any(str(r.get(k)) != str(v) for k, v in settings.items()):
             continue
         latest[(r["dataset"], r["config"])] = r
+    return latest
+
+
+def compare(latest: dict) -> list[dict]:
+    """One entry per dataset: the three errors, the relative error reductions of ours, the winner."""
+    from autogluon_maya.benchmarking.ensemble import outcome, relative_error_reduction
+
     out = []
     for dataset in dict.fromkeys(d for d, _ in latest):
-        g, m = latest.get((dataset, "gbdt")), latest.get((dataset, "mixed"))
-        if g is None or m is None:
-            continue
-        lower_better = g["metric"] == "root_mean_squared_error"
-        gs, ms = float(g["test_score"]), float(m["test_score"])
-        improvement = (gs - ms if lower_better else ms - gs) / abs(gs) * 100 if gs else 0.0
-        winner = "tie" if ms == gs else ("mixed" if improvement > 0 else "gbdt")
-        out.append({"dataset": dataset, "task": g["task"], "metric": g["metric"], "n_train": g["n_train"],
-                    "gbdt": gs, "mixed": ms, "improvement_pct": improvement, "winner": winner,
-                    "nn_weight": float(m["nn_weight"] or 0), "gbdt_best": g["best_model"],
-                    "mixed_best": m["best_model"],
-                    "gbdt_fit_s": float(g["fit_s"]), "mixed_fit_s": float(m["fit_s"]),
-                    "time_limit": g["time_limit"], "preset": m["preset"], "smoke": m["smoke"]})
+        fits = {c: latest.get((dataset, c)) for c in CONFIGS}
+        errors = {c: float(r["test_error"]) for c, r in fits.items() if r is not None}
+        any_row = next(r for r in fits.values() if r is not None)
+        entry = {"dataset": dataset, "task": any_row["task"], "metric": any_row["metric"],
+                 "n_train": any_row.get("n_train"), "fits": fits, "errors": errors,
+                 "scores": {c: float(r["test_score"]) for c, r in fits.items() if r is not None}}
+        for other in ("gbdt", "ag_dl"):
+            if "ours" in errors and other in errors:
+                entry[f"rer_{other}"] = relative_error_reduction(errors["ours"], errors[other])
+                entry[f"vs_{other}"] = outcome(errors["ours"], errors[other])
+        if errors:
+            low = min(errors.values())
+            entry["winner"] = "=".join(c for c in CONFIGS if c in errors and outcome(errors[c], low) == "tie")
+        out.append(entry)
     return out
 
 
+def _targets(summary: dict, over: list, starved: list) -> list[str]:
+    """The bar the package sets itself: ours at least as good as gbdt on 2/3 of the tables, never more than
+    3 % worse, 3 % fewer errors on average, at least as good as ag_dl on half; every fit within its time."""
+    import math
+
+    def mark(ok: bool) -> str:
+        return "met" if ok else "**missed**"
+
+    out = ["## Targets", ""]
+    if "gbdt" in summary:
+        wtl, mean, worst = summary["gbdt"]
+        need = math.ceil(2 * wtl.n / 3)
+        at_least = wtl.wins + wtl.ties
+        out += [f"- ours ≥ gbdt on ≥ {need} of {wtl.n}: {at_least} — {mark(at_least >= need)}",
+                f"- no dataset with a relative error increase above 3 % over gbdt: worst {_pct(worst)} — "
+                f"{mark(not worst < -0.03)}",
+                f"- mean relative error reduction over gbdt ≥ 3 %: {_pct(mean)} — {mark(mean >= 0.03)}"]
+    if "ag_dl" in summary:
+        wtl = summary["ag_dl"][0]
+        need = math.ceil(wtl.n / 2)
+        at_least = wtl.wins + wtl.ties
+        out.append(f"- ours ≥ ag_dl on ≥ {need} of {wtl.n}: {at_least} — {mark(at_least >= need)}")
+    out += [f"- every fit within time_limit × 1.05 + 2 s: {mark(not over)}",
+            f"- no `ours` fit with neither MAYA nor TabSwift fitted: {mark(not starved)}", ""]
+    return out
+
+
+def _pct(v) -> str:
+    import math
+
+    return "n/a" if v is None or not math.isfinite(v) else f"{100 * v:+.2f}%"
+
+
+def _score(v: float, metric: str) -> str:
+    return f"{v:.4f}" if metric == "accuracy" or abs(v) < 1000 else f"{v:,.0f}"
+
+
+def _neural(r: dict) -> str:
+    from autogluon_maya.benchmarking.ensemble import base_name
+
+    return ", ".join(base_name(m) for m in r.get("neural_fitted_l1", [])) or "none"
+
+
 def write_report(out: Path, settings: dict | None = None) -> str:
-    rows = read_rows(out / "results.csv")
-    comp = compare(rows, settings)
-    n = len(comp)
-    wins = sum(c["winner"] == "mixed" for c in comp)
-    ties = sum(c["winner"] == "tie" for c in comp)
-    failed = sorted({(r["dataset"], r["config"]) for r in rows if r["status"] != "ok"}
-                    - {(r["dataset"], r["config"]) for r in rows if r["status"] == "ok"})
-    s = settings or (rows[-1] if rows else {})
-    lines = ["# GBDT-only vs GBDTs + MAYA + TabSwift at the same time budget", "",
-             f"Protocol P1 (64/16/20, seed {s.get('seed', '?')}), one AutoGluon fit per cell with "
-             f"{s.get('num_bag_folds', '?')}-fold bagging, {s.get('num_stack_levels', '?')} stack level(s) and "
-             f"weighted ensembles, {s.get('time_limit', '?')} s per fit for both configurations; portfolio "
-             f"preset `{s.get('preset', '?')}`{' (SMOKE: tiny model sizes)' if str(s.get('smoke')) == 'True' else ''}. "
-             "Score: test accuracy (higher is better) or RMSE (lower is better) of the model AutoGluon picks on "
-             "validation. `improvement` is relative, positive = the mixed ensemble is better. `NN weight`: share "
-             "of the final weighted ensemble on MAYA/TabSwift models (0 = the stacker ignored them at the top "
-             "level; they can still feed the L2 models).", "",
-             f"**mixed wins {wins} of {n}**" + (f" ({ties} tie{'s' if ties != 1 else ''}, {n - wins - ties} "
-                                                 f"loss{'es' if n - wins - ties != 1 else ''})" if n else ""), "",
-             "| dataset | task | train rows | metric | GBDT-only | mixed | improvement | winner | NN weight | "
-             "best model (mixed) | fit s (gbdt / mixed) |",
-             "|---|---|---:|---|---:|---:|---:|---|---:|---|---:|"]
+    """``results.md``, ``error_reduction.png`` and ``pama.png`` from the results file."""
+    from autogluon_maya.benchmarking.ensemble import (base_name, family, mean_finite, pama_of_models, stack_level,
+                                                      win_tie_loss)
+
+    rows = read_rows(out)
+    if settings is None and rows:  # the settings of the latest ok row
+        last = next((r for r in reversed(rows) if r["status"] == "ok"), rows[-1])
+        settings = {k: last.get(k) for k in SETTINGS if k in last}
+    latest = latest_ok(rows, settings)
+    comp = compare(latest)
+    s = settings or {}
+    smoke = str(s.get("smoke")) == "True"
+    lines = ["# AutoGluon's ensemble: GBDTs alone, + MAYA + TabSwift, + TabM + RealMLP, at one time budget", ""]
+    if smoke:
+        lines += ["**SMOKE RUN: tiny model sizes; the scores say nothing about the models.**", ""]
+    ens = next((r.get("ensembling") for r in latest.values() if r.get("ensembling")), None)
+    commits = sorted({r.get("code_commit") or r.get("commit", "?") for r in latest.values()})
+    lines += [f"Protocol P1 (64/16/20, seed {s.get('seed', '?')}, at most {s.get('max_train_rows', '?')} training "
+              f"rows), one whole AutoGluon fit per cell, {s.get('time_limit', '?')} s each on "
+              f"{s.get('num_cpus', '?')} CPU core(s), GPUs: {s.get('num_gpus')}; "
+              f"{ens or 'ensembling not recorded'}; preset `{s.get('preset', '?')}`. Code commit(s): "
+              f"{', '.join(commits) or '-'}.", "",
+              "`gbdt` = LightGBM + CatBoost + XGBoost; `ours` = the same + MAYA + TabSwift; `ag_dl` = the same + "
+              "TabM + RealMLP. Score: test accuracy (↑) or RMSE (↓) of the model AutoGluon picks on validation. "
+              "Error e = 1 − accuracy or RMSE; relative error reduction of ours over B = (e_B − e_ours) / e_B "
+              "(positive: ours is better).", ""]
+
+    # ---- summary
+    lines += ["## Summary", ""]
+    titles, summary = [], {}
+    for other in ("gbdt", "ag_dl"):
+        pairs = [(c["errors"]["ours"], c["errors"][other]) for c in comp if f"rer_{other}" in c]
+        if not pairs:
+            lines.append(f"- ours vs {other}: no dataset with both fits yet")
+            continue
+        wtl = win_tie_loss(pairs)
+        titles.append(f"W/T/L vs {other}: {wtl.wins}/{wtl.ties}/{wtl.losses}")
+        mean, left_out = mean_finite(c[f"rer_{other}"] for c in comp if f"rer_{other}" in c)
+        worst = min((c[f"rer_{other}"] for c in comp if f"rer_{other}" in c), default=float("nan"))
+        summary[other] = (wtl, mean, worst)
+        lines.append(f"- ours vs {other} on {wtl.n} datasets: **{wtl.wins} wins / {wtl.ties} ties / {wtl.losses} "
+                     f"losses** (two-sided sign test over the {wtl.wins + wtl.losses} non-ties: p = "
+                     f"{wtl.p_value:.3g}); mean relative error reduction **{_pct(mean)}**"
+                     f"{f' ({left_out} undefined left out)' if left_out else ''}; worst dataset {_pct(worst)}")
+    pairs = [(c["errors"]["ag_dl"], c["errors"]["gbdt"]) for c in comp if {"ag_dl", "gbdt"} <= set(c["errors"])]
+    if pairs:
+        wtl = win_tie_loss(pairs)
+        lines.append(f"- for reference, ag_dl vs gbdt: {wtl.wins}/{wtl.ties}/{wtl.losses} (p = {wtl.p_value:.3g})")
+    over = [(d, c) for (d, c), r in latest.items() if r.get("over_time")]
+    starved = [d for (d, c), r in latest.items() if c == "ours" and not r.get("neural_fitted_l1")]
+    lines += [f"- fits over time_limit × 1.05 + 2 s: {', '.join(f'{d}/{c}' for d, c in over) or 'none'}",
+              f"- `ours` fits with neither MAYA nor TabSwift fitted: {', '.join(starved) or 'none'}", ""]
+    lines += _targets(summary, over, starved)
+
+    # ---- per dataset
+    lines += ["## Per dataset", "",
+              "| dataset | task | train rows | metric | gbdt | ours | ag_dl | ours vs gbdt | ours vs ag_dl | winner "
+              "| neural weight (ours / ag_dl) |", "|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|"]
     for c in comp:
-        metric = "RMSE" if c["metric"] == "root_mean_squared_error" else "accuracy"
-        g, m = f"{c['gbdt']:.4f}", f"{c['mixed']:.4f}"
-        if c["winner"] == "mixed":
-            m = f"**{m}**"
-        elif c["winner"] == "gbdt":
-            g = f"**{g}**"
-        lines.append(f"| {c['dataset']} | {c['task']} | {c['n_train']} | {metric} | {g} | {m} | "
-                     f"{c['improvement_pct']:+.2f}% | {c['winner']} | {c['nn_weight']:.2f} | {c['mixed_best']} | "
-                     f"{c['gbdt_fit_s']:.0f} / {c['mixed_fit_s']:.0f} |")
+        m = c["metric"]
+        cells = []
+        for cfg in CONFIGS:
+            v = c["scores"].get(cfg)
+            cell = "—" if v is None else _score(v, m)
+            cells.append(f"**{cell}**" if v is not None and cfg in c.get("winner", "").split("=") else cell)
+        nw = " / ".join("—" if c["fits"][k] is None else f"{float(c['fits'][k].get('neural_weight') or 0):.2f}"
+                        for k in ("ours", "ag_dl"))
+        metric_text = "RMSE ↓" if m != "accuracy" else "acc ↑"
+        lines.append(f"| {c['dataset']} | {c['task']} | {c['n_train']} | {metric_text} "
+                     f"| {' | '.join(cells)} | {_pct(c.get('rer_gbdt'))} | {_pct(c.get('rer_ag_dl'))} | "
+                     f"{c.get('winner', '—')} | {nw} |")
+    lines += ["", "`neural weight`: share of the final model's weighted ensemble on MAYA/TabSwift (ours) or "
+              "TabM/RealMLP (ag_dl) models, L2 stackers of those families included.", ""]
+
+    # ---- the fits
+    lines += ["## The fits", "",
+              "| dataset | config | wall s / limit | best model | its ensemble weights | neural L1 models fitted | "
+              "not fitted (why) | largest fit-time shares | predict s / 1k rows | commit |",
+              "|---|---|---:|---|---|---|---|---|---:|---|"]
+    order = [c["dataset"] for c in comp]
+    for (d, cfg), r in sorted(latest.items(), key=lambda kv: (order.index(kv[0][0]), CONFIGS.index(kv[0][1]))):
+        models = r.get("models") or {}
+        shares = sorted(((m, v.get("fit_share") or 0) for m, v in models.items()), key=lambda t: -t[1])[:3]
+        share_text = ", ".join(f"{base_name(m)}@L{models[m].get('level')} {100 * v:.0f}%" for m, v in shares) or "—"
+        final = sorted((r.get("weights") or {}).get(r.get("best_model"), {}).items(), key=lambda t: -t[1])
+        weight_text = ", ".join(f"{base_name(m)}@L{stack_level(m)} {w:.2f}" for m, w in final) or "—"
+        skipped = "; ".join(f"{m} ({v['reason']})" for m, v in (r.get("skipped") or {}).items()) or "none"
+        flag = " **OVER**" if r.get("over_time") else ""
+        lines.append(f"| {d} | {cfg} | {float(r['fit_s']):.0f} / {float(r['time_limit']):.0f}{flag} | "
+                     f"{r.get('best_model', '')} | {weight_text} | {_neural(r) if cfg != 'gbdt' else '—'} | "
+                     f"{skipped} | "
+                     f"{share_text} | "
+                     f"{r.get('predict_s_per_1k', '—')} | {r.get('commit', '?')} |")
+    failed = sorted({(r["dataset"], r["config"]) for r in rows if r["status"] != "ok"} - set(latest))
     if failed:
-        lines += ["", "Failed (no ok result yet): " + ", ".join(f"{d}/{c}" for d, c in failed)]
-    text = "\n".join(lines) + "\n"
+        lines += ["", "Failed, no ok result yet: " + ", ".join(f"{d}/{c}" for d, c in failed)]
+    lines.append("")
+
+    # ---- PAMA of the individual models
+    scores, higher = {}, {}
+    for c in comp:
+        seen = set()
+        scores[c["dataset"]] = {}
+        for cfg in CONFIGS:  # each model from the first configuration that has it: trees from gbdt
+            r = c["fits"][cfg]
+            for m, v in ((r or {}).get("models") or {}).items():
+                label = base_name(m)
+                if v.get("level") == 1 and family(m) != "ensemble" and label not in seen:
+                    seen.add(label)
+                    scores[c["dataset"]][label] = v["test"]
+        higher[c["dataset"]] = c["metric"] == "accuracy"
+    scores = {d: v for d, v in scores.items() if v}
+    pama0 = pama_of_models(scores, higher, 0.0)
+    pama1 = pama_of_models(scores, higher, 0.01)
+    lines += ["## PAMA of the individual models", "",
+              f"The L1 models of the fits on their own (test scores; trees from the `gbdt` fit, MAYA/TabSwift from "
+              f"`ours`, TabM/RealMLP from `ag_dl`), over {len(scores)} datasets. PAMA = % of datasets where the model "
+              "is the best (ties count) / within 1 % of the best; a model not fitted on a dataset never counts.", "",
+              "| model | family | PAMA % (best) | PAMA % (within 1 %) |", "|---|---|---:|---:|"]
+    for m in pama0.index:
+        lines.append(f"| {m} | {family(m)} | {pama0[m]:.0f} | {pama1[m]:.0f} |")
+    lines += ["", "| dataset | best individual model | family | score |", "|---|---|---|---:|"]
+    for d, sc in scores.items():
+        best = (max if higher[d] else min)(sc, key=sc.get)
+        lines.append(f"| {d} | {best} | {family(best)} | {_score(sc[best], 'accuracy' if higher[d] else 'rmse')} |")
+    lines.append("")
+
+    # ---- where the trees are wrong and a neural model is right
+    lines += ["## Where the best tree model is wrong and a neural model is right (classification test rows)", "",
+              "Best tree = the L1 GBDT with the best validation score in that fit. Counts of test rows.", "",
+              "| dataset | config | test rows | tree wrong | … of which a neural model right | per model | "
+              "tree right where all neural wrong |", "|---|---|---:|---:|---:|---|---:|"]
+    for c in comp:
+        for cfg in ("ours", "ag_dl"):
+            r = c["fits"][cfg]
+            t = (r or {}).get("tree_vs_neural")
+            if not t:
+                continue
+            per = ", ".join(f"{base_name(m)} {k}" for m, k in t["right_when_tree_wrong"].items()) or "no neural model"
+            converse = t["tree_right_when_all_wrong"]
+            lines.append(f"| {c['dataset']} | {cfg} | {t['n']} | {t['tree_wrong']} | {t['any_right_when_tree_wrong']} "
+                         f"| {per} | {'—' if converse is None else converse} |")
+    lines.append("")
+    text = "\n".join(lines)
     (out / "results.md").write_text(text)
-    plot(comp, out / "mixed_vs_gbdt.png", f"mixed wins {wins} of {n}")
+    plot(comp, out / "error_reduction.png", smoke, "; ".join(titles))
+    from autogluon_maya.benchmarking import plots
+
+    plots.pama_bar(pama0, out / "pama.png", 0.0, len(scores))
     return text
 
 
-def plot(comp: list[dict], path: Path, title: str) -> None:
+def plot(comp: list[dict], path: Path, smoke: bool, subtitle: str = "") -> None:
+    import math
+
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
-    fig, ax = plt.subplots(figsize=(max(6.5, 0.8 * len(comp) + 2), 4.5))
+    comp = [c for c in comp if "rer_gbdt" in c or "rer_ag_dl" in c]
+    fig, ax = plt.subplots(figsize=(max(8.0, 0.9 * len(comp) + 2), 5.0))
     if not comp:
         ax.set_axis_off()
-        ax.text(0.5, 0.5, "no dataset with both configurations finished yet", ha="center", va="center")
+        ax.text(0.5, 0.5, "no dataset with ours and another configuration finished yet", ha="center", va="center")
     else:
-        vals = [c["improvement_pct"] for c in comp]
-        colors = ["tab:green" if c["winner"] == "mixed" else ("tab:gray" if c["winner"] == "tie" else "tab:red")
-                  for c in comp]
-        labels = [f"{c['dataset']}\n({'RMSE' if c['metric'] == 'root_mean_squared_error' else 'acc'})" for c in comp]
-        bars = ax.bar(range(len(comp)), vals, color=colors)
-        ax.bar_label(bars, labels=[f"{v:+.2f}%" for v in vals], padding=2, fontsize=7)
-        ax.set_xticks(range(len(comp)), labels, fontsize=7, rotation=30, ha="right")
+        x = np.arange(len(comp))
+        for i, (other, color) in enumerate((("gbdt", "tab:gray"), ("ag_dl", "tab:purple"))):
+            vals = [100 * c.get(f"rer_{other}", float("nan")) for c in comp]
+            vals = [v if math.isfinite(v) else 0.0 for v in vals]
+            bars = ax.bar(x + (i - 0.5) * 0.4, vals, 0.4, color=color, label=f"ours over {other}")
+            ax.bar_label(bars, labels=[f"{v:+.1f}" for v in vals], padding=2, fontsize=6)
+        ax.set_xticks(x, [f"{c['dataset']}\n({'acc' if c['metric'] == 'accuracy' else 'RMSE'})" for c in comp],
+                      fontsize=7, rotation=30, ha="right")
         ax.axhline(0, color="black", lw=0.8)
-        ax.set_ylabel("test improvement of mixed\nover GBDT-only (relative, %)")
-        lim = max(abs(v) for v in vals) or 1.0
-        ax.set_ylim(-1.3 * lim, 1.3 * lim)
-    ax.set_title(f"GBDTs + MAYA + TabSwift vs GBDT-only at the same time budget\n{title} "
-                 "(green: mixed better, red: worse, gray: tie)", fontsize=9)
+        ax.set_ylabel("relative test error reduction of ours (%)\n(e_B − e_ours) / e_B")
+        ax.legend(fontsize=8)
+    ax.set_title("ours (GBDTs + MAYA + TabSwift) against gbdt (GBDTs alone)\nand ag_dl (GBDTs + TabM + RealMLP) at the "
+                 f"same time budget{' [SMOKE: tiny models]' if smoke else ''}\n{subtitle}", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
 
@@ -295,19 +685,21 @@ def parse_args(argv=None):
     from autogluon_maya.portfolio import PRESETS
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data-dir", default=str(default_datasets_dir()))
+    ap.add_argument("--data-dir", default=str(default_datasets_dir()),
+                    help="folder of dataset folders (data.csv.gz + meta.json); default: %(default)s")
     ap.add_argument("--datasets", default=DATASETS, help="comma-separated folder names (default: %(default)s)")
-    ap.add_argument("--configs", default=",".join(CONFIGS), help="subset of gbdt,mixed")
-    ap.add_argument("--preset", default="light", choices=sorted(PRESETS), help="portfolio for the mixed config")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="subset of %(default)s")
+    ap.add_argument("--preset", default="light", choices=sorted(PRESETS), help="portfolio of the ours config")
     ap.add_argument("--time-limit", type=float, default=600, help="seconds per fit (whole AutoGluon fit)")
-    ap.add_argument("--max-rows", type=int, default=10000, help="subsample larger tables (seeded)")
+    ap.add_argument("--max-train-rows", type=int, default=10000, help="subsample larger tables (seeded)")
     ap.add_argument("--num-bag-folds", type=int, default=5)
     ap.add_argument("--num-stack-levels", type=int, default=1)
-    ap.add_argument("--num-cpus", type=int, default=None, help="default: all cores")
-    ap.add_argument("--num-gpus", type=float, default=None, help="default: AutoGluon detects them")
+    ap.add_argument("--num-cpus", type=int, default=2)
+    ap.add_argument("--num-gpus", type=float, default=0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--smoke", action="store_true", help="tiny model sizes (checks the script, not the models)")
-    ap.add_argument("--out", default="examples/benchmarks/results/mixed_ensemble")
+    ap.add_argument("--refit", action="store_true", help="fit pairs again that already have an ok row")
+    ap.add_argument("--out", default=f"{RESULTS_DIR}/ensemble_600s")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
     for c in args.configs.split(","):
@@ -323,7 +715,7 @@ def main(argv=None) -> None:
     if not args.report_only:
         run(args, out)
     print(write_report(out, None if args.report_only else settings_of(args)))
-    print(f"wrote {out / 'results.csv'}, {out / 'results.md'}, {out / 'mixed_vs_gbdt.png'}")
+    print(f"wrote {out / 'results.md'}, {out / 'error_reduction.png'}, {out / 'pama.png'}")
 
 
 if __name__ == "__main__":

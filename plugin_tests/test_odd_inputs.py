@@ -175,8 +175,8 @@ MAYA_MEMORY_FIT = """
 import json, sys
 import numpy as np, pandas as pd, torch
 from autogluon_maya import MayaModel
-sys.path.insert(0, {tests!r})
-from test_odd_inputs import _PeakRss, _wide
+sys.path.insert(0, {root!r})
+from plugin_tests.test_odd_inputs import _PeakRss, _wide
 X, y = _wide(360, 7)
 hp = json.loads({hp!r})
 estimate = MayaModel._estimate_memory_usage_static(X=X.iloc[:300], hyperparameters=hp, num_classes=2)
@@ -200,7 +200,7 @@ def test_maya_520_features_memory_estimate_is_within_2x_of_the_fit(tmp_path):
     from pathlib import Path
 
     hp = {**MAYA_TINY, "max_epochs": 2, "patience": None, "batch_size": 32, "parallel_members": 1}
-    code = MAYA_MEMORY_FIT.format(tests=str(Path(__file__).parent), hp=json.dumps(hp), path=str(tmp_path / "m"))
+    code = MAYA_MEMORY_FIT.format(root=str(Path(__file__).resolve().parent.parent), hp=json.dumps(hp), path=str(tmp_path / "m"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     r = json.loads(out.stdout.strip().splitlines()[-1])
     mib = f"peak RSS grew {r['increase'] / 2**20:.0f} MiB, estimate {r['estimate'] / 2**20:.0f} MiB"

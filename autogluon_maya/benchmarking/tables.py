@@ -120,6 +120,23 @@ def grid(folder: str, datasets: Sequence[str], models: Sequence[str], seed: int 
 
 
 # ---- README: current results --------------------------------------------------------------------------------
+DEFAULTS_020 = "maya_defaults_0_2_0"
+
+
+@table("maya-defaults-0-2-0")
+def maya_defaults_0_2_0() -> str:
+    """MAYA's 0.1 defaults (1cf43ff) and the simplified 0.2.0 defaults side by side, fit by fit in turn on one
+    machine: the quick tables at 60 s (seeds 0-1) and california_housing at 600 s (seed 0)."""
+    body = []
+    for d in ("telco_churn", "phoneme", "satimage", "cpu_act"):
+        metric = "accuracy" if d != "cpu_act" else "RMSE ↓"
+        body.append([f"{d} (60 s), {metric}"] + [seeds(f"{DEFAULTS_020}/{v}_quick", d, "MAYA", (0, 1))
+                                                   for v in ("old", "new")])
+    body.append(["california_housing (600 s), RMSE ↓"] + [cell(f"{DEFAULTS_020}/{v}_california", "california_housing",
+                                                                "MAYA") for v in ("old", "new")])
+    return markdown(["dataset, test score (seeds)", "0.1 defaults (1cf43ff)", "0.2.0 defaults"], body)
+
+
 LS = "label_smoothing/auto_default"
 
 

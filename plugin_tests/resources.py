@@ -33,3 +33,25 @@ def fit_on_cores(model, cores: int = 1, **fit_kw):
     assert seen == {"num_cpus": cores, "threads": cores}, f"{type(model).__name__} was given {seen}, not {cores} core(s)"
     assert model.fit_num_cpus == cores
     return model
+
+
+def pickle_as_if_on_cuda(obj) -> tuple:
+    """``pickle.dumps(obj)`` with every torch storage recorded as living on ``cuda:0`` -- the bytes a GPU
+    process writes for a CUDA tensor -- and the number of storages written.  No GPU is needed: torch
+    pickles a storage as ``torch.save`` bytes whose location comes from ``torch.serialization.location_tag``.
+    Used by the reload test and by ``examples/benchmarks/gpu_check.py``'s CPU mode."""
+    import pickle
+
+    import torch.serialization
+
+    real, count = torch.serialization.location_tag, [0]
+
+    def on_cuda(storage):
+        count[0] += 1
+        return "cuda:0"
+
+    torch.serialization.location_tag = on_cuda
+    try:
+        return pickle.dumps(obj), count[0]
+    finally:
+        torch.serialization.location_tag = real

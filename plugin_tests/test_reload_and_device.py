@@ -21,6 +21,7 @@ import textwrap
 import numpy as np
 import pytest
 from autogluon.tabular import TabularPredictor
+from plugin_tests.resources import pickle_as_if_on_cuda
 
 MODELS = ("Maya", "TabSwift")
 HP = {"MAYA": {"max_epochs": 3, "hidden_size": 16, "num_heads": 2, "num_layers": 1},
@@ -81,25 +82,6 @@ def test_fresh_process_predicts_the_same_without_importing_the_package(fitted):
         np.testing.assert_allclose(np.asarray(result[m]["proba"]), expected[m], atol=1e-6, err_msg=m)
 
 
-def _pickle_as_if_on_cuda(obj) -> tuple:
-    """``pickle.dumps(obj)`` with every torch storage recorded as living on ``cuda:0`` -- the bytes a GPU
-    process writes for a CUDA tensor -- and the number of storages written.  No GPU is needed: torch
-    pickles a storage as ``torch.save`` bytes whose location comes from ``torch.serialization.location_tag``."""
-    import torch.serialization
-
-    real, count = torch.serialization.location_tag, [0]
-
-    def on_cuda(storage):
-        count[0] += 1
-        return "cuda:0"
-
-    torch.serialization.location_tag = on_cuda
-    try:
-        return pickle.dumps(obj), count[0]
-    finally:
-        torch.serialization.location_tag = real
-
-
 def test_model_recorded_as_trained_on_cuda_loads_on_cpu_and_predicts_the_same(fitted):
     """What a GPU fit could leave in the pickle: "cuda" as the training device, and tensors recorded on
     cuda:0 (any the move to the CPU before saving did not reach; MAYA's networks are in the pickle,
@@ -115,7 +97,7 @@ def test_model_recorded_as_trained_on_cuda_loads_on_cpu_and_predicts_the_same(fi
         pkl = gpu_dir / "models" / m / "model.pkl"
         model = pickle.loads(pkl.read_bytes())
         model.device_train = model.device = "cuda"
-        data, storages[m] = _pickle_as_if_on_cuda(model)
+        data, storages[m] = pickle_as_if_on_cuda(model)
         pkl.write_bytes(data)
         if storages[m] and not torch.cuda.is_available():  # the bytes really say cuda:0
             with pytest.raises(RuntimeError, match="CUDA device"):

@@ -41,6 +41,9 @@ import pandas as pd
 import autogluon_maya  # noqa: F401  (registers MAYA and TABSWIFT)
 from autogluon_maya.common.protocol import Dataset, default_datasets_dir, load_dataset, p1_metric, p1_split
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: plugin_tests
+from plugin_tests.resources import pickle_as_if_on_cuda  # noqa: E402
+
 SIZES = {  # (gpu run, --cpu run)
     "rows": (6000, 300),
     "maya_time_limit": (75, None),  # --cpu: max_epochs bounds the tiny fit
@@ -215,27 +218,6 @@ X = pickle.load(open(sys.argv[2], "rb"))
 np.save(sys.argv[3], pred.predict_proba(X, as_multiclass=False).to_numpy())
 print(pred._trainer.load_model("Maya").get_device())
 """
-
-
-def pickle_as_if_on_cuda(obj) -> tuple:
-    """``pickle.dumps(obj)`` as a GPU process writes it: every torch storage recorded on ``cuda:0`` (torch
-    pickles a storage as ``torch.save`` bytes whose location comes from ``location_tag``); returns the
-    bytes and the number of storages."""
-    import pickle
-
-    import torch.serialization
-
-    real, count = torch.serialization.location_tag, [0]
-
-    def on_cuda(storage):
-        count[0] += 1
-        return "cuda:0"
-
-    torch.serialization.location_tag = on_cuda
-    try:
-        return pickle.dumps(obj), count[0]
-    finally:
-        torch.serialization.location_tag = real
 
 
 def check_reload_without_cuda(ctx):

@@ -18,7 +18,6 @@ import traceback
 from pathlib import Path
 from typing import Callable, Iterable, List, Optional
 
-from .p1 import roc_auc  # noqa: F401  (re-exported: the scoring lives with the P1 helper)
 from .results import Task, _jsonable, append_result, read_results, todo
 
 CHILD_GRACE_S = 600.0  # hard timeout = 3 x time limit + this: AutoGluon's time limit is soft

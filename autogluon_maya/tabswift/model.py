@@ -112,8 +112,6 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     def _fit(self, X: pd.DataFrame, y: pd.Series, X_val: Optional[pd.DataFrame] = None,
              y_val: Optional[pd.Series] = None, time_limit: Optional[float] = None, num_cpus: int = 1,
              num_gpus: float = 0, verbosity: int = 2, **kwargs):
-        import torch
-
         from ..common.training import TimeBudget, torch_threads
         from .ensemble import TabSwiftEnsemble
         from .network import CLASSIFICATION

@@ -185,7 +185,7 @@ def test_critical_difference_groups_and_few_datasets():
 def test_roc_auc_matches_sklearn():
     from sklearn.metrics import roc_auc_score
 
-    from autogluon_maya.benchmarking.runner import roc_auc
+    from autogluon_maya.benchmarking.p1 import roc_auc
 
     rng = np.random.default_rng(0)
     y = rng.choice(["a", "b", "c"], 300)

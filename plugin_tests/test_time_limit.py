@@ -46,8 +46,11 @@ def _check(pred, wall: float, limit: float, model: str):
     assert wall <= limit * SLACK + GRACE_S, f"{model}: fit took {wall:.1f} s against time_limit={limit} s"
     assert model in pred.model_names(), f"{model} was not trained within {limit} s: {pred.model_names()}"
     fit_time = pred.info()["model_info"][model]["fit_time"]
-    # non-vacuous: the model itself ran into the limit instead of finishing early
-    assert fit_time >= 0.4 * limit, f"{model} finished in {fit_time:.1f} s: the limit did not bind"
+    # non-vacuous: the model itself ran into the limit instead of finishing early.  A bag's fit time is its
+    # folds' own: AutoGluon gives the folds 80 % of what is left after starting Ray, and the first fold in a
+    # fresh Ray worker counts the worker's start-up (7-8 s with a busy process beside it) against that.
+    share = 0.25 if model.endswith("_BAG_L1") else 0.4
+    assert fit_time >= share * limit, f"{model} finished in {fit_time:.1f} s: the limit did not bind"
 
 
 @pytest.fixture
@@ -64,7 +67,8 @@ def busy_process():
 LIMIT = 20.0
 # Bagged fits start Ray workers for parallel folds and that start-up counts against the limit: with other
 # jobs on the machine it took most of a 20 s limit (the fit ended in time, but no fold trained), so the
-# bagged MAYA test uses 40 s (measured 41.1 s wall under load average 11, within 40 x 1.05 + 2).
+# bagged MAYA test uses 40 s.  Each fold deducts its own worker's start-up (TorchPluginMixin._fit_clock_start);
+# without that the fit took 40-41 s beside one busy process and 52.7 s under heavier load.
 BAGGED_LIMIT = 40.0
 
 

@@ -61,9 +61,9 @@ class TimeBudget:
     default: AutoGluon's own deadlines are on that scale) is injectable for tests."""
 
     def __init__(self, time_limit: Optional[float], safety: float = 0.95,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, start: Optional[float] = None):
         self.clock = clock
-        self.start = clock()
+        self.start = clock() if start is None else start  # earlier than now: time already spent counts
         self.limit = None if time_limit is None else max(0.0, time_limit * safety)
 
     def elapsed(self) -> float:

@@ -104,7 +104,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         from .search_space import round_hidden_size
         from .trainer import FittedMaya, FittedMayaMembers, effective_batch_size, make_loss, train_maya
 
-        budget = TimeBudget(time_limit)
+        budget = TimeBudget(time_limit, start=self._fit_clock_start(time_limit))
         p = self._get_model_params()
         seed, device = self._start_torch_fit(p, num_cpus, num_gpus)
         p.pop(self.seed_name, None)

@@ -118,7 +118,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         from .network import REGRESSION as REG_TASK
         from .weights import load_checkpoint
 
-        budget = TimeBudget(time_limit)
+        budget = TimeBudget(time_limit, start=self._fit_clock_start(time_limit))
         p = self._get_model_params()
         seed, device = self._start_torch_fit(p, num_cpus, num_gpus)
         if kwargs.get("sample_weight") is not None:  # in-context learning has no loss to weight

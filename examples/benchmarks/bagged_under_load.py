@@ -7,7 +7,7 @@ AutoGluon fits the folds of a bag in parallel Ray workers.  Two things decide wh
 15 unless ``RAY_worker_niceness`` says otherwise) and whether a fold counts its worker's start-up against its
 limit.  Each cell is one fit in a fresh process (so Ray starts anew with that cell's environment):
 
-- ``baseline``: the code at ``--baseline`` (a git ref, checked out into a temporary worktree);
+- ``baseline``: the package at ``--baseline`` (a git ref, unpacked into a temporary folder);
 - ``this, niceness 15``: this checkout with Ray's own worker niceness;
 - ``this``: this checkout as a user gets it;
 
@@ -28,6 +28,8 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from maya_speed_compare import run_child, unpack  # noqa: E402
 SLACK, GRACE_S = 1.05, 2.0
 
 CHILD = r"""
@@ -47,19 +49,18 @@ fit.cleanup()
 
 
 def one_fit(root: Path, args: dict, busy: int, niceness: str | None) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(root)}
-    env.pop("RAY_worker_niceness", None)
+    # this process imported the package, which set RAY_worker_niceness: the child gets only the cell's own
+    env = {k: v for k, v in os.environ.items() if k != "RAY_worker_niceness"}
     if niceness is not None:
         env["RAY_worker_niceness"] = niceness
     spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(busy)]
-    try:  # cwd: ``python -c`` puts it first on sys.path, so the child imports ``root``'s package
-        res = subprocess.run([sys.executable, "-c", CHILD, json.dumps(args)], env=env, capture_output=True,
-                             text=True, check=True, cwd=str(root), timeout=3600)
+    try:
+        stdout = run_child(root, args, CHILD, env=env)
     finally:
         for p in spinners:
             p.kill()
             p.wait()
-    out = json.loads(res.stdout.strip().splitlines()[-1])
+    out = json.loads(stdout.strip().splitlines()[-1])
     assert out["module"].startswith(str(root)), out["module"]
     return out
 
@@ -120,20 +121,14 @@ def main():
         data = args.data or str(default_datasets_dir() / "spambase")
         rows = []
         with tempfile.TemporaryDirectory() as tmp:
-            base = Path(tmp) / "baseline"
-            subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(base), args.baseline],
-                           check=True, capture_output=True)
-            try:
-                versions = [(f"baseline {args.baseline}", base, None), ("this, niceness 15", REPO, "15"),
-                            ("this", REPO, None)]
-                for busy in args.busy:
-                    for name, root, nice in versions:
-                        res = one_fit(root, {"data": data, "rows": args.rows, "limit": args.limit}, busy, nice)
-                        rows.append({"version": name, "busy": busy, "dataset": Path(data).name, "rows": args.rows,
-                                     "limit": args.limit, **{k: res[k] for k in ("wall_s", "models", "fold_fit_s")}})
-                        print(json.dumps(rows[-1]), flush=True)
-            finally:
-                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(base)], check=False)
+            versions = [(f"baseline {args.baseline}", unpack(args.baseline, Path(tmp)), None),
+                        ("this, niceness 15", REPO, "15"), ("this", REPO, None)]
+            for busy in args.busy:
+                for name, root, nice in versions:
+                    res = one_fit(root, {"data": data, "rows": args.rows, "limit": args.limit}, busy, nice)
+                    rows.append({"version": name, "busy": busy, "dataset": Path(data).name, "rows": args.rows,
+                                 "limit": args.limit, **{k: res[k] for k in ("wall_s", "models", "fold_fit_s")}})
+                    print(json.dumps(rows[-1]), flush=True)
         with open(out / "results.jsonl", "w") as f:
             f.writelines(json.dumps(r) + "\n" for r in rows)
     rows = [json.loads(line) for line in open(out / "results.jsonl")]

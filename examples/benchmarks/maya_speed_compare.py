@@ -134,8 +134,10 @@ def unpack(ref: str, into: Path) -> Path:
     return into
 
 
-def run_child(root: Path, args: dict, code: str = None) -> str:
-    env = {**os.environ, "PYTHONPATH": str(root)}
+def run_child(root: Path, args: dict, code: str = None, env: dict = None) -> str:
+    """Run ``code`` (default ``CHILD``) with ``root``'s package; ``env``: the child's environment without
+    ``PYTHONPATH`` (default: this process's)."""
+    env = {**(os.environ if env is None else env), "PYTHONPATH": str(root)}
     # cwd: ``python -c`` puts the working directory first on sys.path, ahead of PYTHONPATH, so a child
     # started from the repository root would import this checkout whatever ``root`` says
     res = subprocess.run([sys.executable, "-c", code or CHILD, json.dumps(args)], env=env, capture_output=True,

@@ -115,9 +115,20 @@ def _git(repo: Path, *cmd: str) -> str:
                           check=True).stdout.strip()
 
 
+#: what a fit of ``ours`` depends on beyond AutoGluon: the package (less its report helpers) and the fit helper
+PACKAGE_PATHS = ("autogluon_maya", ":(exclude)autogluon_maya/benchmarking", "pyproject.toml",
+                 "examples/stack_with_gbdts.py")
+
+
+def package_commit(repo: Path, rev: str = "HEAD") -> str:
+    """The last commit at or before ``rev`` that changed :data:`PACKAGE_PATHS`."""
+    return _git(repo, "log", "-1", "--format=%h", rev, "--", *PACKAGE_PATHS)
+
+
 def code_version(out: Path) -> dict:
-    """``commit`` (HEAD, ``-dirty`` when tracked files outside the results folders changed) and
-    ``code_commit`` (the last commit touching anything outside them) of the checkout that holds the
+    """``commit`` (HEAD, ``-dirty`` when tracked files outside the results folders changed), ``code_commit``
+    (the last commit touching anything outside them) and ``package_commit`` (the last one touching the package
+    or the fit helper: rows with the same one ran the same models) of the checkout that holds the
     ``autogluon_maya`` this run imports (``PYTHONPATH`` decides which)."""
     import importlib.util
 
@@ -133,9 +144,10 @@ def code_version(out: Path) -> dict:
         head = _git(repo, "rev-parse", "--short", "HEAD")
         dirty = _git(repo, "status", "--porcelain", "--untracked-files=no", "--", ".", *excludes)
         code = _git(repo, "log", "-1", "--format=%h", "--", ".", *excludes)
-        return {"commit": head + ("-dirty" if dirty else ""), "code_commit": code}
+        return {"commit": head + ("-dirty" if dirty else ""), "code_commit": code,
+                "package_commit": package_commit(repo) + ("-dirty" if dirty else "")}
     except (OSError, subprocess.SubprocessError) as e:
-        return {"commit": f"unknown ({type(e).__name__})", "code_commit": "unknown"}
+        return {"commit": f"unknown ({type(e).__name__})", "code_commit": "unknown", "package_commit": "unknown"}
 
 
 # ---- one fit (runs in a child process) -----------------------------------------------------------------
@@ -451,6 +463,76 @@ def compare(latest: dict) -> list[dict]:
     return out
 
 
+def version_of(row: dict, repo: Path | None = None) -> str:
+    """The package version a row ran: its ``package_commit``, or for rows written before that field existed,
+    the last package commit at or before its ``commit`` (looked up in ``repo``'s history)."""
+    if row.get("package_commit"):
+        return row["package_commit"]
+    commit = str(row.get("commit") or "")
+    head, dirty = commit.removesuffix("-dirty"), commit.endswith("-dirty")
+    if repo is not None and head and " " not in head:
+        try:
+            return package_commit(repo, head) + ("-dirty" if dirty else "")
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return row.get("code_commit") or commit or "?"
+
+
+def versions(rows: list[dict], settings: dict | None, repo: Path | None = None) -> tuple[list[str], dict]:
+    """The package versions of the ``ok`` ``ours`` rows run with ``settings``, oldest first, and the latest
+    such row per (dataset, version)."""
+    order, latest = [], {}
+    for r in rows:
+        if r["status"] != "ok" or r["config"] != "ours":
+            continue
+        if settings is not None and any(str(r.get(k)) != str(v) for k, v in settings.items()):
+            continue
+        v = version_of(r, repo)
+        if v not in order:
+            order.append(v)
+        latest[(r["dataset"], v)] = r
+    return order, latest
+
+
+def versions_section(rows: list[dict], settings: dict | None, repo: Path | None = None) -> list[str]:
+    """``ours`` at every package version the results hold, and each version against the one before it on
+    the validation rows (where a change is chosen) and on the test rows."""
+    from autogluon_maya.benchmarking.ensemble import error_of, mean_finite, relative_error_reduction, win_tie_loss
+
+    order, latest = versions(rows, settings, repo)
+    if not order:
+        return []
+    lines = ["## `ours` across package versions", "",
+             "The latest `ours` fit of each package version (the last commit that changed `autogluon_maya` or the "
+             "fit helper). `val` is the P1 validation part, on which AutoGluon also fits the ensemble weights and "
+             "picks the final model: optimistic for every version alike. A change to the package is judged on "
+             "`val`, never on `test`.", ""]
+    for older, newer in zip(order, order[1:]):
+        common = [d for d in dict.fromkeys(d for d, _ in latest) if (d, older) in latest and (d, newer) in latest]
+        if not common:
+            continue
+        for part, key in (("validation", "val_score"), ("test", "test_score")):
+            errs = [(error_of(float(latest[(d, newer)][key]), latest[(d, newer)]["metric"]),
+                     error_of(float(latest[(d, older)][key]), latest[(d, older)]["metric"])) for d in common]
+            wtl = win_tie_loss(errs)
+            mean, _ = mean_finite(relative_error_reduction(a, b) for a, b in errs)
+            lines.append(f"- {newer} vs {older} on {len(common)} datasets, {part}: {wtl.wins} wins / {wtl.ties} ties "
+                         f"/ {wtl.losses} losses, mean relative error reduction {_pct(mean)}")
+    gbdt = latest_ok([r for r in rows if r["config"] == "gbdt"], settings)
+    lines += ["", "| dataset | version | val | test | wall s | neural weight | best model | gbdt val / test |",
+              "|---|---|---:|---:|---:|---:|---|---:|"]
+    for (d, v), r in sorted(latest.items(), key=lambda kv: (list(dict.fromkeys(k[0] for k in latest)).index(kv[0][0]),
+                                                            order.index(kv[0][1]))):
+        m = "accuracy" if r["metric"] == "accuracy" else "rmse"
+        g = gbdt.get((d, "gbdt"))
+        g_text = "—" if g is None else f"{_score(float(g['val_score']), m)} / {_score(float(g['test_score']), m)}"
+        lines.append(f"| {d} | {v} | {_score(float(r['val_score']), m)} | {_score(float(r['test_score']), m)} | "
+                     f"{float(r['fit_s']):.0f} | {float(r.get('neural_weight') or 0):.2f} | {r.get('best_model', '')} "
+                     f"| {g_text} |")
+    lines.append("")
+    return lines
+
+
 def _targets(summary: dict, over: list, starved: list) -> list[str]:
     """The bar the package sets itself: ours at least as good as gbdt on 2/3 of the tables, never more than
     3 % worse, 3 % fewer errors on average, at least as good as ag_dl on half; every fit within its time."""
@@ -638,6 +720,7 @@ def write_report(out: Path, settings: dict | None = None) -> str:
             lines.append(f"| {c['dataset']} | {cfg} | {t['n']} | {t['tree_wrong']} | {t['any_right_when_tree_wrong']} "
                          f"| {per} | {'—' if converse is None else converse} |")
     lines.append("")
+    lines += versions_section(rows, settings, Path(__file__).resolve().parents[2])
     text = "\n".join(lines)
     (out / "results.md").write_text(text)
     plot(comp, out / "error_reduction.png", smoke, "; ".join(titles))

@@ -311,3 +311,39 @@ def test_configurations_share_the_trees(bench):
     assert {k: hp["ag_dl"][k] for k in trees} == trees and set(hp["ag_dl"]) - set(trees) == {"TABM", "REALMLP"}
     # neural models after the trees in both neural configurations (AutoGluon fits higher priority first)
     assert hp["ag_dl"]["TABM"]["ag_args"]["priority"] == hp["ours"]["TABSWIFT"]["ag_args"]["priority"] < 40
+
+
+def _ours_row(dataset, version, val, test, metric="accuracy", **extra):
+    return {"dataset": dataset, "config": "ours", "status": "ok", "metric": metric, "package_commit": version,
+            "val_score": val, "test_score": test, "fit_s": 100.0, "neural_weight": 0.1,
+            "best_model": "WeightedEnsemble_L2", "time_limit": 60.0, **extra}
+
+
+def test_versions_section_compares_each_package_version_with_the_one_before(bench):
+    rows = [_ours_row("d1", "aaa1111", 0.80, 0.70), _ours_row("d2", "aaa1111", 2.0, 3.0, "root_mean_squared_error"),
+            _ours_row("d1", "bbb2222", 0.90, 0.60),  # val error .20 -> .10: +50 %; test .30 -> .40: -33 %
+            _ours_row("d2", "bbb2222", 2.5, 2.0, "root_mean_squared_error"),  # val 2.0 -> 2.5: -25 %; test +33 %
+            _ours_row("d1", "bbb2222", 0.95, 0.65, time_limit=120.0),  # other settings: not counted
+            {"dataset": "d1", "config": "gbdt", "status": "ok", "metric": "accuracy", "val_score": 0.85,
+             "test_score": 0.75, "time_limit": 60.0}]
+    order, latest = bench.versions(rows, {"time_limit": 60.0})
+    assert order == ["aaa1111", "bbb2222"] and latest[("d1", "bbb2222")]["val_score"] == 0.90
+    text = "\n".join(bench.versions_section(rows, {"time_limit": 60.0}))
+    # validation: d1 win, d2 loss; mean (+50 - 25) / 2 = +12.5 %.  test: d1 loss (-33.3 %), d2 win (+33.3 %)
+    assert "- bbb2222 vs aaa1111 on 2 datasets, validation: 1 wins / 0 ties / 1 losses, mean relative error " \
+           "reduction +12.50%" in text
+    assert "- bbb2222 vs aaa1111 on 2 datasets, test: 1 wins / 0 ties / 1 losses, mean relative error " \
+           "reduction +0.00%" in text
+    assert "| d1 | bbb2222 | 0.9000 | 0.6000 | 100 | 0.10 | WeightedEnsemble_L2 | 0.8500 / 0.7500 |" in text
+    assert "| d2 | aaa1111 | 2.0000 | 3.0000 | 100 | 0.10 | WeightedEnsemble_L2 | — |" in text
+
+
+def test_version_of_rows_without_a_package_commit(bench, tmp_path):
+    assert bench.version_of({"package_commit": "ccc3333"}) == "ccc3333"
+    # no repository to look the commit up in: the recorded code commit stands in
+    assert bench.version_of({"commit": "ddd4444-dirty", "code_commit": "ddd4444"}) == "ddd4444"
+    repo = Path(__file__).resolve().parents[2]
+    if not (repo / ".git").exists():
+        pytest.skip("not a git checkout")
+    head = bench._git(repo, "rev-parse", "--short", "HEAD")
+    assert bench.version_of({"commit": head + "-dirty"}, repo) == bench.package_commit(repo) + "-dirty"

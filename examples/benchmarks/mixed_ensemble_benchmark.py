@@ -44,7 +44,8 @@ tables the counts of test rows where the best tree model (by validation) is wron
 Outputs in ``--out``: ``results.jsonl`` (appended, one row per finished or failed fit), ``results.md`` (the
 report), ``error_reduction.png``, ``pama.png`` and ``logs/<dataset>_<config>.log`` (AutoGluon's output of
 the latest fit of that pair).  Resumable and cumulative: a (dataset, config) pair that has an ``ok`` row with
-the same settings is skipped (``--refit`` fits it again; the report takes the latest ``ok`` row); failed
+the same settings is skipped (``--refit`` fits it again, ``--refit-stale`` when no ``ok`` row ran this
+checkout's package version; the report takes the latest ``ok`` row); failed
 fits are recorded and retried on the next run.  Every fit runs in its own child process, so a crash or an
 out-of-memory kill becomes a failure row, not the end of the run.
 
@@ -399,7 +400,12 @@ def settings_of(args) -> dict:
 
 def run(args, out: Path) -> None:
     settings = settings_of(args)
-    done = {_key(r) for r in read_rows(out) if r["status"] == "ok"}
+    ok = [r for r in read_rows(out) if r["status"] == "ok"]
+    if args.refit_stale:  # done = run by the package version of this checkout
+        repo = Path(__file__).resolve().parents[2]
+        current = code_version(out).get("package_commit")
+        ok = [r for r in ok if version_of(r, repo) == current]
+    done = {_key(r) for r in ok}
     for dataset in args.datasets.split(","):
         if not (Path(args.data_dir) / dataset / "meta.json").exists():
             print(f"skip {dataset}: not found in {args.data_dir}", file=sys.stderr)
@@ -782,6 +788,9 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--smoke", action="store_true", help="tiny model sizes (checks the script, not the models)")
     ap.add_argument("--refit", action="store_true", help="fit pairs again that already have an ok row")
+    ap.add_argument("--refit-stale", action="store_true",
+                    help="fit pairs again whose ok rows all ran another package version than this checkout's "
+                         "(with --configs ours: the rerun after a change to the package; resumable)")
     ap.add_argument("--out", default=f"{RESULTS_DIR}/ensemble_600s")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)

@@ -234,6 +234,33 @@ def test_resume_skips_done_pairs_retries_failures_and_accumulates(bench, tmp_pat
     assert calls == [("d1", "ours")]
 
 
+def test_refit_stale_reruns_only_pairs_not_yet_run_by_this_package_version(bench, tmp_path, monkeypatch):
+    data = _datasets(tmp_path, ["d1", "d2"])
+    errors = {(d, c): 0.2 for d in ("d1", "d2") for c in bench.CONFIGS}
+    out = tmp_path / "out"
+    argv = ["--data-dir", data, "--datasets", "d1,d2", "--time-limit", "60", "--out", str(out)]
+    calls = []
+    monkeypatch.setattr(bench, "run_child", _fake_fit(errors, calls))
+    monkeypatch.setattr(bench, "code_version", lambda out: {"commit": "p1", "code_commit": "p1",
+                                                            "package_commit": "p1"})
+    bench.main(argv)
+    assert len(calls) == 6
+
+    calls.clear()  # the package changed: ours is stale everywhere, the other configurations are not asked for
+    monkeypatch.setattr(bench, "code_version", lambda out: {"commit": "p2", "code_commit": "p2",
+                                                            "package_commit": "p2"})
+    bench.main(argv + ["--configs", "ours", "--refit-stale", "--datasets", "d1"])
+    assert calls == [("d1", "ours")]
+    calls.clear()  # resumed: what p2 already ran is done
+    bench.main(argv + ["--configs", "ours", "--refit-stale"])
+    assert calls == [("d2", "ours")]
+    calls.clear()
+    bench.main(argv + ["--configs", "ours", "--refit-stale"])
+    assert calls == []
+    order, latest = bench.versions(bench.read_rows(out), None)
+    assert order == ["p1", "p2"] and {d for d, v in latest if v == "p2"} == {"d1", "d2"}
+
+
 def test_report_from_rows(bench, tmp_path, monkeypatch):
     data = _datasets(tmp_path, ["d1", "d2", "d3"])
     # ours vs gbdt: d1 .10 vs .20 (+50 %, win), d2 .33 vs .30 (-10 %, loss), d3 .25 vs .25 (tie)

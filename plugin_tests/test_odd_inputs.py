@@ -159,8 +159,9 @@ class _PeakRss:
             self._hwm = hwm is not None and hwm - self.start < 2**20  # trusted only if the reset took
         except OSError:
             self._hwm = False
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
+        self._thread = None if self._hwm else threading.Thread(target=self._sample, daemon=True)
+        if self._thread is not None:  # the kernel's mark covers every sample the thread could take
+            self._thread.start()
         return self
 
     def _sample(self):
@@ -170,7 +171,8 @@ class _PeakRss:
 
     def __exit__(self, *exc):
         self._stop.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         if self._hwm:
             self.peak = max(self.peak, _vm_hwm())
 

@@ -57,6 +57,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
+import statistics
 import json
 import os
 import shutil
@@ -121,8 +123,18 @@ PACKAGE_PATHS = ("autogluon_maya", ":(exclude)autogluon_maya/benchmarking", "pyp
                  "examples/stack_with_gbdts.py")
 
 
+def package_repo() -> Path:
+    """The checkout that holds the ``autogluon_maya`` this run imports (``PYTHONPATH`` decides which)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("autogluon_maya")
+    return Path(list(spec.submodule_search_locations)[0]).parent
+
+
+@functools.lru_cache(maxsize=None)
 def package_commit(repo: Path, rev: str = "HEAD") -> str:
-    """The last commit at or before ``rev`` that changed :data:`PACKAGE_PATHS`."""
+    """The last commit at or before ``rev`` that changed :data:`PACKAGE_PATHS` (one git call per ``rev``:
+    the report looks up every row written before rows recorded it)."""
     return _git(repo, "log", "-1", "--format=%h", rev, "--", *PACKAGE_PATHS)
 
 
@@ -130,11 +142,8 @@ def code_version(out: Path) -> dict:
     """``commit`` (HEAD, ``-dirty`` when tracked files outside the results folders changed), ``code_commit``
     (the last commit touching anything outside them) and ``package_commit`` (the last one touching the package
     or the fit helper: rows with the same one ran the same models) of the checkout that holds the
-    ``autogluon_maya`` this run imports (``PYTHONPATH`` decides which)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("autogluon_maya")
-    repo = Path(list(spec.submodule_search_locations)[0]).parent
+    ``autogluon_maya`` this run imports (:func:`package_repo`)."""
+    repo = package_repo()
     excludes = [f":(exclude){RESULTS_DIR}"]
     try:
         rel_out = out.resolve().relative_to(repo.resolve())
@@ -145,8 +154,9 @@ def code_version(out: Path) -> dict:
         head = _git(repo, "rev-parse", "--short", "HEAD")
         dirty = _git(repo, "status", "--porcelain", "--untracked-files=no", "--", ".", *excludes)
         code = _git(repo, "log", "-1", "--format=%h", "--", ".", *excludes)
+        package = _git(repo, "log", "-1", "--format=%h", "--", *PACKAGE_PATHS)  # HEAD moves: not cached
         return {"commit": head + ("-dirty" if dirty else ""), "code_commit": code,
-                "package_commit": package_commit(repo) + ("-dirty" if dirty else "")}
+                "package_commit": package + ("-dirty" if dirty else "")}
     except (OSError, subprocess.SubprocessError) as e:
         return {"commit": f"unknown ({type(e).__name__})", "code_commit": "unknown", "package_commit": "unknown"}
 
@@ -402,9 +412,8 @@ def run(args, out: Path) -> None:
     settings = settings_of(args)
     ok = [r for r in read_rows(out) if r["status"] == "ok"]
     if args.refit_stale:  # done = run by the package version of this checkout
-        repo = Path(__file__).resolve().parents[2]
         current = code_version(out).get("package_commit")
-        ok = [r for r in ok if version_of(r, repo) == current]
+        ok = [r for r in ok if version_of(r, package_repo()) == current]
     done = {_key(r) for r in ok}
     for dataset in args.datasets.split(","):
         if not (Path(args.data_dir) / dataset / "meta.json").exists():
@@ -434,16 +443,15 @@ def run(args, out: Path) -> None:
 
 
 # ---- report ----------------------------------------------------------------------------------------------
+def ok_rows(rows: list[dict], settings: dict | None) -> list[dict]:
+    """The ``ok`` rows run with ``settings`` (all ``ok`` rows when None), in file order."""
+    return [r for r in rows if r["status"] == "ok"
+            and (settings is None or all(str(r.get(k)) == str(v) for k, v in settings.items()))]
+
+
 def latest_ok(rows: list[dict], settings: dict | None) -> dict:
     """The latest ``ok`` row per (dataset, config), among the rows run with ``settings`` (all when None)."""
-    latest = {}
-    for r in rows:
-        if r["status"] != "ok":
-            continue
-        if settings is not None and any(str(r.get(k)) != str(v) for k, v in settings.items()):
-            continue
-        latest[(r["dataset"], r["config"])] = r
-    return latest
+    return {(r["dataset"], r["config"]): r for r in ok_rows(rows, settings)}
 
 
 def compare(latest: dict) -> list[dict]:
@@ -488,10 +496,8 @@ def versions(rows: list[dict], settings: dict | None, repo: Path | None = None) 
     """The package versions of the ``ok`` ``ours`` rows run with ``settings``, oldest first, and the latest
     such row per (dataset, version)."""
     order, latest = [], {}
-    for r in rows:
-        if r["status"] != "ok" or r["config"] != "ours":
-            continue
-        if settings is not None and any(str(r.get(k)) != str(v) for k, v in settings.items()):
+    for r in ok_rows(rows, settings):
+        if r["config"] != "ours":
             continue
         v = version_of(r, repo)
         if v not in order:
@@ -513,8 +519,9 @@ def versions_section(rows: list[dict], settings: dict | None, repo: Path | None 
              "fit helper). `val` is the P1 validation part, on which AutoGluon also fits the ensemble weights and "
              "picks the final model: optimistic for every version alike. A change to the package is judged on "
              "`val`, never on `test`.", ""]
+    datasets = list(dict.fromkeys(d for d, _ in latest))
     for older, newer in zip(order, order[1:]):
-        common = [d for d in dict.fromkeys(d for d, _ in latest) if (d, older) in latest and (d, newer) in latest]
+        common = [d for d in datasets if (d, older) in latest and (d, newer) in latest]
         if not common:
             continue
         for part, key in (("validation", "val_score"), ("test", "test_score")):
@@ -527,8 +534,7 @@ def versions_section(rows: list[dict], settings: dict | None, repo: Path | None 
     gbdt = latest_ok([r for r in rows if r["config"] == "gbdt"], settings)
     lines += ["", "| dataset | version | val | test | wall s | neural weight | best model | gbdt val / test |",
               "|---|---|---:|---:|---:|---:|---|---:|"]
-    for (d, v), r in sorted(latest.items(), key=lambda kv: (list(dict.fromkeys(k[0] for k in latest)).index(kv[0][0]),
-                                                            order.index(kv[0][1]))):
+    for (d, v), r in sorted(latest.items(), key=lambda kv: (datasets.index(kv[0][0]), order.index(kv[0][1]))):
         m = "accuracy" if r["metric"] == "accuracy" else "rmse"
         g = gbdt.get((d, "gbdt"))
         g_text = "—" if g is None else f"{_score(float(g['val_score']), m)} / {_score(float(g['test_score']), m)}"
@@ -631,6 +637,12 @@ def write_report(out: Path, settings: dict | None = None) -> str:
     if pairs:
         wtl = win_tie_loss(pairs)
         lines.append(f"- for reference, ag_dl vs gbdt: {wtl.wins}/{wtl.ties}/{wtl.losses} (p = {wtl.p_value:.3g})")
+    full = [c["fits"] for c in comp if all(c["fits"][k] is not None for k in CONFIGS)]
+    if full:
+        medians = ", ".join(f"{k} {statistics.median(float(f[k]['predict_s_per_1k']) for f in full):.2f} s"
+                            for k in CONFIGS)
+        lines.append(f"- predict time of the final model per 1,000 test rows, median over the {len(full)} datasets "
+                     f"with all three fits: {medians}")
     over = [(d, c) for (d, c), r in latest.items() if r.get("over_time")]
     starved = [d for (d, c), r in latest.items() if c == "ours" and not r.get("neural_fitted_l1")]
     lines += [f"- fits over time_limit × 1.05 + 2 s: {', '.join(f'{d}/{c}' for d, c in over) or 'none'}",
@@ -726,7 +738,7 @@ def write_report(out: Path, settings: dict | None = None) -> str:
             lines.append(f"| {c['dataset']} | {cfg} | {t['n']} | {t['tree_wrong']} | {t['any_right_when_tree_wrong']} "
                          f"| {per} | {'—' if converse is None else converse} |")
     lines.append("")
-    lines += versions_section(rows, settings, Path(__file__).resolve().parents[2])
+    lines += versions_section(rows, settings, package_repo())
     text = "\n".join(lines)
     (out / "results.md").write_text(text)
     plot(comp, out / "error_reduction.png", smoke, "; ".join(titles))

@@ -272,6 +272,7 @@ def test_report_from_rows(bench, tmp_path, monkeypatch):
     bench.main(["--data-dir", data, "--datasets", "d1,d2,d3", "--time-limit", "60", "--out", str(out)])
     text = bench.write_report(out)  # --report-only: the settings of the latest row
     assert "ours vs gbdt on 3 datasets: **1 wins / 1 ties / 1 losses**" in text
+    assert "median over the 3 datasets with all three fits: gbdt 0.50 s, ours 0.50 s, ag_dl 0.50 s" in text
     assert "mean relative error reduction **+13.33%**" in text  # (50 - 10 + 0) / 3
     # ours vs ag_dl: d1 .10 vs .15 (+33.3 %), d2 .33 vs .30 (-10 %), d3 .25 vs .50 (+50 %)
     assert "ours vs ag_dl on 3 datasets: **2 wins / 0 ties / 1 losses**" in text

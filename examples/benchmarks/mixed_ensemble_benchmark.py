@@ -545,6 +545,50 @@ def versions_section(rows: list[dict], settings: dict | None, repo: Path | None 
     return lines
 
 
+def neural_models_section(latest: dict, order: list[str]) -> list[str]:
+    """Every neural model of the ``ours`` and ``ag_dl`` fits: the time AutoGluon allotted it and the time it
+    took, its validation score beside the best tree's at the same stack level, and its weight in the final
+    model; then, per configuration, what its level-2 neural stackers cost and what weight they got."""
+    from autogluon_maya.benchmarking.ensemble import base_name, family
+
+    lines = ["## The neural models", "",
+             "Every neural model fitted in `ours` (MAYA, TabSwift) and `ag_dl` (TabM, RealMLP): seconds AutoGluon "
+             "allotted it and seconds its bagged fit took (wall clock, parallel fold start-up included), its "
+             "validation score beside the best tree model's at the same stack level, and its weight in the final "
+             "model.", "",
+             "| dataset | config | model | allotted s | took s | share of the fit | val | best tree val | "
+             "weight in the final model |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    stackers = {}
+    for (d, cfg), r in sorted(latest.items(), key=lambda kv: (order.index(kv[0][0]), CONFIGS.index(kv[0][1]))):
+        if cfg == "gbdt":
+            continue
+        models = r.get("models") or {}
+        accuracy = r["metric"] == "accuracy"
+        metric = "accuracy" if accuracy else "rmse"
+        final = (r.get("weights") or {}).get(r.get("best_model")) or {r.get("best_model"): 1.0}
+        for m, v in sorted(models.items(), key=lambda kv: (kv[1].get("level") or 0, kv[0])):
+            if family(m) in ("GBDT", "ensemble"):
+                continue
+            trees = [t["val"] for n, t in models.items() if family(n) == "GBDT" and t.get("level") == v.get("level")]
+            best_tree = (max if accuracy else min)(trees) if trees else None
+            weight = float(final.get(m, 0.0))
+            if (v.get("level") or 0) >= 2:
+                stackers.setdefault(cfg, []).append((float(v.get("fit_share") or 0), weight))
+            allotted = v.get("allotted_s")
+            lines.append(f"| {d} | {cfg} | {base_name(m)}@L{v.get('level')} | "
+                         f"{'—' if allotted is None else f'{float(allotted):.0f}'} | {float(v.get('wall_s') or 0):.0f} | "
+                         f"{100 * float(v.get('fit_share') or 0):.0f}% | {_score(float(v['val']), metric)} | "
+                         f"{'—' if best_tree is None else _score(float(best_tree), metric)} | {weight:.2f} |")
+    lines.append("")
+    for cfg, st in stackers.items():
+        shares = [s for s, _ in st]
+        weighted = sum(1 for _, w in st if w > 0)
+        lines.append(f"- `{cfg}`: {len(st)} level-2 neural stackers fitted, {100 * min(shares):.0f}-"
+                     f"{100 * max(shares):.0f} % of their fit's wall time each; weighted in the final model: "
+                     f"{weighted} of {len(st)}")
+    return lines + ([""] if stackers else [])
+
+
 def _targets(summary: dict, over: list, starved: list) -> list[str]:
     """The bar the package sets itself: ours at least as good as gbdt on 2/3 of the tables, never more than
     3 % worse, 3 % fewer errors on average, at least as good as ag_dl on half; every fit within its time."""
@@ -738,6 +782,7 @@ def write_report(out: Path, settings: dict | None = None) -> str:
             lines.append(f"| {c['dataset']} | {cfg} | {t['n']} | {t['tree_wrong']} | {t['any_right_when_tree_wrong']} "
                          f"| {per} | {'—' if converse is None else converse} |")
     lines.append("")
+    lines += neural_models_section(latest, order)
     lines += versions_section(rows, settings, package_repo())
     text = "\n".join(lines)
     (out / "results.md").write_text(text)

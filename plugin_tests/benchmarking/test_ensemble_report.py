@@ -375,3 +375,30 @@ def test_version_of_rows_without_a_package_commit(bench, tmp_path):
         pytest.skip("not a git checkout")
     head = bench._git(repo, "rev-parse", "--short", "HEAD")
     assert bench.version_of({"commit": head + "-dirty"}, repo) == bench.package_commit(repo) + "-dirty"
+
+
+def test_neural_models_section_sets_each_neural_model_beside_the_best_tree_of_its_level(bench):
+    def m(level, val, share, allotted=None):
+        return {"level": level, "val": val, "wall_s": 100 * share, "fit_share": share, "allotted_s": allotted}
+
+    reg = {"metric": "root_mean_squared_error", "best_model": "WeightedEnsemble_L3",
+           "weights": {"WeightedEnsemble_L3": {"LightGBM_BAG_L2": 0.7, "Maya_BAG_L1": 0.3}},
+           "models": {"LightGBM_BAG_L1": m(1, 3.0, 0.1), "CatBoost_BAG_L1": m(1, 2.0, 0.3),
+                      "Maya_BAG_L1": m(1, 2.5, 0.2, 50.0), "LightGBM_BAG_L2": m(2, 1.5, 0.1),
+                      "Maya_BAG_L2": m(2, 1.4, 0.25, 40.0), "WeightedEnsemble_L3": m(3, 1.3, 0.0)}}
+    clf = {"metric": "accuracy", "best_model": "TabM_BAG_L2",  # a single model picked: all its weight
+           "models": {"CatBoost_BAG_L1": m(1, 0.80, 0.4), "TabM_BAG_L1": m(1, 0.70, 0.2),
+                      "CatBoost_BAG_L2": m(2, 0.81, 0.1), "TabM_BAG_L2": m(2, 0.85, 0.05)}}
+    latest = {("d1", "ours"): reg, ("d1", "gbdt"): {"metric": "accuracy", "models": {}}, ("d2", "ag_dl"): clf}
+    text = "\n".join(bench.neural_models_section(latest, ["d1", "d2"]))
+    # regression: the best tree is the lowest RMSE of its own level (2.0 at L1, 1.5 at L2)
+    assert "| d1 | ours | Maya@L1 | 50 | 20 | 20% | 2.5000 | 2.0000 | 0.30 |" in text
+    assert "| d1 | ours | Maya@L2 | 40 | 25 | 25% | 1.4000 | 1.5000 | 0.00 |" in text
+    # classification: the highest accuracy of the level; no allotted time recorded
+    assert "| d2 | ag_dl | TabM@L1 | — | 20 | 20% | 0.7000 | 0.8000 | 0.00 |" in text
+    assert "| d2 | ag_dl | TabM@L2 | — | 5 | 5% | 0.8500 | 0.8100 | 1.00 |" in text
+    assert "LightGBM@L" not in text and "| d1 | gbdt" not in text
+    assert "- `ours`: 1 level-2 neural stackers fitted, 25-25 % of their fit's wall time each; weighted in the " \
+           "final model: 0 of 1" in text
+    assert "- `ag_dl`: 1 level-2 neural stackers fitted, 5-5 % of their fit's wall time each; weighted in the " \
+           "final model: 1 of 1" in text

@@ -201,6 +201,44 @@ def mixed_ensemble() -> str:
                     "llrrrl")
 
 
+def ensemble_ours(folder: str) -> Dict[str, dict]:
+    """The latest ok ``ours`` row per dataset of an ensemble-benchmark folder, in dataset order."""
+    return {r["dataset"]: r for r in rows(folder) if r.get("config") == "ours"}
+
+
+def ensemble_pair(base_folder: str, other_folder: str) -> str:
+    """``ours`` of two ensemble-benchmark folders side by side, per dataset (shipped -> other): the final
+    model's validation and test score, the L1 TabSwift's validation score, the seconds AutoGluon allotted the L1
+    MAYA, and the final model's weight on the neural models."""
+    base, other = ensemble_ours(base_folder), ensemble_ours(other_folder)
+
+    def model(r: dict, name: str, key: str) -> Optional[float]:
+        m = r["models"].get(name)
+        return None if m is None or m.get(key) is None else float(m[key])
+
+    def pair(a: Optional[float], b: Optional[float], f: Callable[[float], str] = fmt) -> str:
+        return " → ".join("—" if v is None else f(v) for v in (a, b))
+
+    body = []
+    for d, b in base.items():
+        o = other.get(d)
+        if o is None:
+            continue
+        arrow = "↓" if b["task"] == "regression" else ""
+        body.append([f"{d} {arrow}".strip(), pair(b["val_score"], o["val_score"]), pair(b["test_score"], o["test_score"]),
+                     pair(model(b, "TabSwift_BAG_L1", "val"), model(o, "TabSwift_BAG_L1", "val")),
+                     pair(model(b, "Maya_BAG_L1", "allotted_s"), model(o, "Maya_BAG_L1", "allotted_s"),
+                          lambda v: f"{v:.0f}"),
+                     pair(b["neural_weight"], o["neural_weight"], lambda v: f"{v:.2f}")])
+    return markdown(["dataset (↓: RMSE)", "final model, val", "final model, test", "TabSwift L1, val",
+                     "MAYA L1, allotted s", "neural weight"], body)
+
+
+@table("exp-light-ft")
+def exp_light_ft() -> str:
+    return ensemble_pair("ensemble_600s", "ensemble_600s_light_ft")
+
+
 @table("maya-p1-first")
 def maya_p1_first() -> str:
     return grid("maya_p1", ("california_housing", "telco_churn", "adult", "bank_churn"),

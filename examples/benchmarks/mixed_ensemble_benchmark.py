@@ -141,8 +141,9 @@ def package_commit(repo: Path, rev: str = "HEAD") -> str:
 def code_version(out: Path) -> dict:
     """``commit`` (HEAD, ``-dirty`` when tracked files outside the results folders changed), ``code_commit``
     (the last commit touching anything outside them) and ``package_commit`` (the last one touching the package
-    or the fit helper: rows with the same one ran the same models) of the checkout that holds the
-    ``autogluon_maya`` this run imports (:func:`package_repo`)."""
+    or the fit helper, ``-dirty`` only when those changed: rows with the same one ran the same models, and an
+    edited doc does not make a new version) of the checkout that holds the ``autogluon_maya`` this run imports
+    (:func:`package_repo`)."""
     repo = package_repo()
     excludes = [f":(exclude){RESULTS_DIR}"]
     try:
@@ -155,8 +156,9 @@ def code_version(out: Path) -> dict:
         dirty = _git(repo, "status", "--porcelain", "--untracked-files=no", "--", ".", *excludes)
         code = _git(repo, "log", "-1", "--format=%h", "--", ".", *excludes)
         package = _git(repo, "log", "-1", "--format=%h", "--", *PACKAGE_PATHS)  # HEAD moves: not cached
+        package_dirty = _git(repo, "status", "--porcelain", "--untracked-files=no", "--", *PACKAGE_PATHS)
         return {"commit": head + ("-dirty" if dirty else ""), "code_commit": code,
-                "package_commit": package + ("-dirty" if dirty else "")}
+                "package_commit": package + ("-dirty" if package_dirty else "")}
     except (OSError, subprocess.SubprocessError) as e:
         return {"commit": f"unknown ({type(e).__name__})", "code_commit": "unknown", "package_commit": "unknown"}
 

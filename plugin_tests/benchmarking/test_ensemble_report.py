@@ -377,6 +377,40 @@ def test_version_of_rows_without_a_package_commit(bench, tmp_path):
     assert bench.version_of({"commit": head + "-dirty"}, repo) == bench.package_commit(repo) + "-dirty"
 
 
+def test_package_version_is_dirty_only_when_the_package_changed(bench, tmp_path, monkeypatch):
+    """An edited doc marks the checkout dirty but not the package version; an edited module marks both."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    (repo / "autogluon_maya").mkdir(parents=True)
+    (repo / "docs").mkdir()
+    (repo / "autogluon_maya" / "model.py").write_text("x = 1\n")
+    (repo / "docs" / "guide.md").write_text("guide\n")
+
+    def git(*cmd):
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *cmd], check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "first")
+    monkeypatch.setattr(bench, "package_repo", lambda: repo)
+    head = bench._git(repo, "rev-parse", "--short", "HEAD")
+    clean = bench.code_version(tmp_path / "out")
+    assert clean["commit"] == head and clean["package_commit"] == head
+
+    (repo / "docs" / "guide.md").write_text("guide, edited\n")
+    doc_edit = bench.code_version(tmp_path / "out")
+    assert doc_edit["commit"] == head + "-dirty" and doc_edit["package_commit"] == head
+
+    (repo / "autogluon_maya" / "model.py").write_text("x = 2\n")
+    module_edit = bench.code_version(tmp_path / "out")
+    assert module_edit["package_commit"] == head + "-dirty"
+
+
 def test_neural_models_section_sets_each_neural_model_beside_the_best_tree_of_its_level(bench):
     def m(level, val, share, allotted=None):
         return {"level": level, "val": val, "wall_s": 100 * share, "fit_share": share, "allotted_s": allotted}

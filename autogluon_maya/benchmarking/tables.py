@@ -207,7 +207,7 @@ def ensemble_ours(folder: str) -> Dict[str, dict]:
 
 
 def ensemble_pair(base_folder: str, other_folder: str) -> str:
-    """``ours`` of two ensemble-benchmark folders side by side, per dataset (shipped -> other): the final
+    """``ours`` of two ensemble-benchmark folders side by side, per dataset (first -> second): the final
     model's validation and test score, the L1 TabSwift's validation score, the seconds AutoGluon allotted the L1
     MAYA, and the final model's weight on the neural models."""
     base, other = ensemble_ours(base_folder), ensemble_ours(other_folder)
@@ -237,6 +237,11 @@ def ensemble_pair(base_folder: str, other_folder: str) -> str:
 @table("exp-light-ft")
 def exp_light_ft() -> str:
     return ensemble_pair("ensemble_600s", "ensemble_600s_light_ft")
+
+
+@table("exp-ensemble-repeat")
+def exp_ensemble_repeat() -> str:
+    return ensemble_pair("ensemble_600s", "ensemble_600s_repeat")
 
 
 @table("maya-p1-first")

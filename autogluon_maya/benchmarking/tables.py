@@ -208,8 +208,8 @@ def ensemble_ours(folder: str) -> Dict[str, dict]:
 
 def ensemble_pair(base_folder: str, other_folder: str) -> str:
     """``ours`` of two ensemble-benchmark folders side by side, per dataset (first -> second): the final
-    model's validation and test score, the L1 TabSwift's validation score, the seconds AutoGluon allotted the L1
-    MAYA, and the final model's weight on the neural models."""
+    model's validation and test score, the L1 TabSwift's validation score, the L1 MAYA's validation score and
+    the seconds AutoGluon allotted it, and the final model's weight on the neural models."""
     base, other = ensemble_ours(base_folder), ensemble_ours(other_folder)
 
     def model(r: dict, name: str, key: str) -> Optional[float]:
@@ -224,14 +224,15 @@ def ensemble_pair(base_folder: str, other_folder: str) -> str:
         o = other.get(d)
         if o is None:
             continue
-        arrow = "↓" if b["task"] == "regression" else ""
-        body.append([f"{d} {arrow}".strip(), pair(b["val_score"], o["val_score"]), pair(b["test_score"], o["test_score"]),
+        body.append([d + (" ↓" if b["task"] == "regression" else ""), pair(b["val_score"], o["val_score"]),
+                     pair(b["test_score"], o["test_score"]),
                      pair(model(b, "TabSwift_BAG_L1", "val"), model(o, "TabSwift_BAG_L1", "val")),
+                     pair(model(b, "Maya_BAG_L1", "val"), model(o, "Maya_BAG_L1", "val")),
                      pair(model(b, "Maya_BAG_L1", "allotted_s"), model(o, "Maya_BAG_L1", "allotted_s"),
                           lambda v: f"{v:.0f}"),
                      pair(b["neural_weight"], o["neural_weight"], lambda v: f"{v:.2f}")])
     return markdown(["dataset (↓: RMSE)", "final model, val", "final model, test", "TabSwift L1, val",
-                     "MAYA L1, allotted s", "neural weight"], body)
+                     "MAYA L1, val", "MAYA L1, allotted s", "neural weight"], body)
 
 
 @table("exp-light-ft")

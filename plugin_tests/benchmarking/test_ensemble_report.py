@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -379,9 +381,6 @@ def test_version_of_rows_without_a_package_commit(bench, tmp_path):
 
 def test_package_version_is_dirty_only_when_the_package_changed(bench, tmp_path, monkeypatch):
     """An edited doc marks the checkout dirty but not the package version; an edited module marks both."""
-    import shutil
-    import subprocess
-
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     repo = tmp_path / "repo"

@@ -1,11 +1,14 @@
-"""Shared fixtures: AutoGluon's FitHelper writes ./datasets under the cwd, so every test runs in a tmp dir;
-real-data tests find ../shared/datasets (or $AUTOGLUON_MAYA_DATASETS) and skip with a reason otherwise,
-except with ``AUTOGLUON_MAYA_REQUIRE_DATA=1`` (set by ``.ci/run``), where a missing dataset fails the test:
-CI must not turn the real-data tests into silent skips.  The authors' TabSwift inference code, the test
-oracle for the released-checkpoint tests, is found the same way: ../shared/reference/tabswift_upstream
-(or $AUTOGLUON_MAYA_REFERENCE/tabswift_upstream)."""
+"""Shared fixtures.  AutoGluon's FitHelper writes ./datasets under the cwd, so every test runs in a tmp dir.
 
-import os
+Real-data tests read the small public tables that ship in ``plugin_tests/data`` (source, licence and
+checksums in its README): a missing or altered table fails the test, never skips it.  The authors' TabSwift
+inference code, the oracle of the released-checkpoint tests, comes from the ``tabarena`` package (declared in
+the ``test`` extra); when it cannot be imported the tests that need it fail."""
+
+import hashlib
+import importlib
+import json
+from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
@@ -14,57 +17,46 @@ import pytest
 import autogluon_maya  # noqa: F401  (registers the models)
 
 REPO = Path(__file__).resolve().parents[1]
-REQUIRE_DATA_ENV = "AUTOGLUON_MAYA_REQUIRE_DATA"
+DATA = Path(__file__).resolve().parent / "data"
+
+#: where tabarena vendors the authors' TabSwift code (upstream LAMDA-Tabular/TabSwift, MIT)
+TABSWIFT_AUTHORS = "tabarena.models.tabswift._vendor"
 
 
-def datasets_dir() -> Path:
-    """Beside this checkout, not ``protocol.default_datasets_dir()``: tests run in a tmp cwd, and with a
-    non-editable install that function cannot see the checkout the tests come from."""
-    env = os.environ.get("AUTOGLUON_MAYA_DATASETS")
-    return Path(env) if env else REPO.parent / "shared" / "datasets"
+@lru_cache(maxsize=None)
+def _checksums() -> dict:
+    sums = DATA / "SHA256SUMS"
+    if not sums.is_file():
+        pytest.fail(f"{sums} is missing: the test tables ship with the repository")
+    return {name: digest for digest, name in (line.split() for line in sums.read_text().splitlines() if line)}
 
 
-def missing_data(reason: str):
-    """Skip a test whose real data is absent, or fail it when the run requires the data."""
-    if os.environ.get(REQUIRE_DATA_ENV, "") not in ("", "0"):
-        pytest.fail(f"{reason} ({REQUIRE_DATA_ENV} is set, so real-data tests must not be skipped)")
-    pytest.skip(reason)
-
-
-def reference_dir() -> Path:
-    """Folder holding third-party reference code used as a test oracle (never imported by the package)."""
-    env = os.environ.get("AUTOGLUON_MAYA_REFERENCE")
-    return Path(env) if env else REPO.parent / "shared" / "reference"
-
-
-TABSWIFT_AUTHORS = "tabswift_upstream"
+def shipped_table(name: str) -> Path:
+    """Path of a shipped table's ``data.csv.gz``, its checksum verified; fails the test otherwise."""
+    path = DATA / name / "data.csv.gz"
+    want = _checksums().get(f"{name}/data.csv.gz")
+    if want is None or not path.is_file():
+        pytest.fail(f"test table {name!r} is not shipped in {DATA} (listed there: {sorted(_checksums())})")
+    got = hashlib.sha256(path.read_bytes()).hexdigest()
+    if got != want:
+        pytest.fail(f"test table {path} does not match its checksum in SHA256SUMS ({got} != {want})")
+    return path
 
 
 def tabswift_authors():
-    """The authors' TabSwift inference package (MIT, see its README), imported from ``reference_dir()``
-    under the name ``tabswift_upstream``; skips (or fails, with AUTOGLUON_MAYA_REQUIRE_DATA=1) when it is
-    absent.  Returns ``(TabSwift, TabSwiftClassifier, TabSwiftRegressor)``."""
-    import importlib
-    import importlib.util
-    import sys
+    """The authors' TabSwift inference code as vendored by ``tabarena``: returns
+    ``(TabSwift, TabSwiftClassifier, TabSwiftRegressor)``; fails the test when tabarena is not installed."""
+    return (authors_module("model.tabswift").TabSwift, authors_module("classifier").TabSwiftClassifier,
+            authors_module("regressor").TabSwiftRegressor)
 
-    folder = reference_dir() / TABSWIFT_AUTHORS
-    if not (folder / "model" / "tabswift.py").is_file():
-        missing_data(f"the authors' TabSwift code (test oracle) not found at {folder} (set AUTOGLUON_MAYA_REFERENCE "
-                     f"to the folder that holds {TABSWIFT_AUTHORS}/)")
-    if TABSWIFT_AUTHORS not in sys.modules:
-        spec = importlib.util.spec_from_file_location(TABSWIFT_AUTHORS, folder / "__init__.py",
-                                                      submodule_search_locations=[str(folder)])
-        package = importlib.util.module_from_spec(spec)
-        sys.modules[TABSWIFT_AUTHORS] = package
-        spec.loader.exec_module(package)
+
+def authors_module(name: str):
+    """A module of the authors' TabSwift code, e.g. ``authors_module("preprocessing")``."""
     try:
-        model = importlib.import_module(f"{TABSWIFT_AUTHORS}.model.tabswift")
-        classifier = importlib.import_module(f"{TABSWIFT_AUTHORS}.classifier")
-        regressor = importlib.import_module(f"{TABSWIFT_AUTHORS}.regressor")
-    except ImportError as err:  # a dependency of the oracle: declared in the `test` extra
-        missing_data(f"the authors' TabSwift code at {folder} needs {err.name!r} (pip install -e '.[test]')")
-    return model.TabSwift, classifier.TabSwiftClassifier, regressor.TabSwiftRegressor
+        return importlib.import_module(f"{TABSWIFT_AUTHORS}.{name}")
+    except ImportError as err:
+        pytest.fail(f"the authors' TabSwift code (test oracle) could not be imported from {TABSWIFT_AUTHORS}: "
+                    f"{err} (pip install -e '.[test]' installs tabarena)")
 
 
 @pytest.fixture(autouse=True)
@@ -88,16 +80,11 @@ def one_torch_thread_seeded():
 
 @pytest.fixture
 def load_dataset():
-    """Load ``name`` from the shared datasets, optionally a seeded subsample of ``n`` rows."""
+    """Load a shipped table ``name`` (``plugin_tests/data``), optionally a seeded subsample of ``n`` rows."""
 
     def _load(name: str, n: int | None = None, seed: int = 0):
-        import json
-
-        folder = datasets_dir() / name
-        if not (folder / "data.csv.gz").exists():
-            missing_data(f"real dataset {name!r} not found at {folder} (set AUTOGLUON_MAYA_DATASETS)")
-        df = pd.read_csv(folder / "data.csv.gz")
-        meta = json.loads((folder / "meta.json").read_text())
+        df = pd.read_csv(shipped_table(name))
+        meta = json.loads((DATA / name / "meta.json").read_text())
         if n is not None and len(df) > n:
             df = df.sample(n=n, random_state=seed).reset_index(drop=True)
         return df, meta

@@ -3,8 +3,8 @@
 and the hub path (offline: from a pre-filled local cache; failing fast when nothing is cached).
 
 The real ``swift.ckpt`` is not reachable here, so its stand-in is made the way the authors made theirs:
-their own ``TabSwift(**config)`` module (their inference code, the test oracle, found beside this
-checkout, see ``conftest.tabswift_authors``), seeded random weights, saved as
+their own ``TabSwift(**config)`` module (their inference code as the ``tabarena`` package vendors it,
+the test oracle, see ``conftest.tabswift_authors``), seeded random weights, saved as
 ``{"config": ..., "state_dict": ...}``.  The released size (24 blocks, d = 192) is built once per module;
 smaller files for the AutoGluon and hub tests use a small config.  Our outputs must equal the authors'
 forward pass to 1e-5, through the one-pass network and through the cached engine.

@@ -1,4 +1,5 @@
-"""Our TabSwift pipeline against the authors' inference code (the oracle, see ``conftest.tabswift_authors``).
+"""Our TabSwift pipeline against the authors' inference code (the oracle: the code ``tabarena`` vendors,
+see ``conftest.authors_module``).
 
 ``pipeline="authors"`` must reproduce their preprocessing exactly and, given the same view of the table,
 their predictions; our default keeps its own outlier clipping and balanced class shifts, and the tests
@@ -19,7 +20,7 @@ from autogluon_maya.tabswift.ensemble import Member, TabSwiftEnsemble, plan_memb
 from autogluon_maya.tabswift.network import TabSwiftNetwork
 from autogluon_maya.tabswift.preprocessing import RowPreprocessor
 from autogluon_maya.tabswift.released import released_to_network
-from plugin_tests.conftest import tabswift_authors
+from plugin_tests.conftest import authors_module
 from plugin_tests.tabswift.test_released import SMALL_CONFIG, write_authors_ckpt
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
@@ -33,16 +34,9 @@ def _skewed(n=300, seed=0):
     return X[:200], X[200:]
 
 
-def _authors_module(name):
-    tabswift_authors()
-    import importlib
-
-    return importlib.import_module(f"tabswift_upstream.{name}")
-
-
 @pytest.mark.parametrize("norm", ["none", "power"])
 def test_authors_style_preprocessing_equals_theirs(norm):
-    Pipeline = _authors_module("preprocessing").PreprocessingPipeline
+    Pipeline = authors_module("preprocessing").PreprocessingPipeline
     Xtr, Xte = _skewed()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -69,11 +63,11 @@ def test_one_view_predictions_equal_the_authors_estimator(tmp_path, task):
     rng = np.random.default_rng(1)
     if task == "classification":
         y = (Xtr[:, 0] + 0.3 * rng.normal(size=len(Xtr)) > 0).astype(int) + (Xtr[:, 2] > 1)  # 3 classes
-        est = _authors_module("classifier").TabSwiftClassifier
+        est = authors_module("classifier").TabSwiftClassifier
     else:
         y = Xtr[:, 0] * 3 + np.log1p(np.abs(Xtr[:, 1]))
         y = (y - y.mean()) / y.std()
-        est = _authors_module("regressor").TabSwiftRegressor
+        est = authors_module("regressor").TabSwiftRegressor
     theirs = est(n_estimators=1, norm_methods=["power"], class_shift=False, model_path=str(ckpt), device="cpu",
                  allow_auto_download=False, random_state=0)
     with warnings.catch_warnings():

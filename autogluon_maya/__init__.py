@@ -2,16 +2,22 @@
 
 ``import autogluon_maya`` registers the keys so that
 ``TabularPredictor(...).fit(train, hyperparameters={"MAYA": {}, "TABSWIFT": {}})`` works.
+
+Public API: the model classes ``MayaModel`` and ``TabSwiftModel`` (usable as keys too), the portfolios
+``hyperparameters(preset)`` and ``preset_doc(preset)``, and the search spaces ``maya_search_space()`` and
+``tabswift_search_space()``.
 """
 
 from ._registry import register_models
 from .common.ag_model import ray_workers_at_normal_priority
 from .maya import MayaModel, maya_search_space
-from .portfolio import hyperparameters
+from .portfolio import hyperparameters, preset_doc
 from .tabswift.model import TabSwiftModel
+from .tabswift.search_space import tabswift_search_space
 
 __version__ = "0.2.0"
-__all__ = ["MayaModel", "TabSwiftModel", "hyperparameters", "maya_search_space", "register_models"]
+__all__ = ["MayaModel", "TabSwiftModel", "hyperparameters", "maya_search_space", "preset_doc", "register_models",
+           "tabswift_search_space"]
 
 register_models([MayaModel, TabSwiftModel])
 ray_workers_at_normal_priority()

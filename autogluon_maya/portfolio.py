@@ -42,24 +42,17 @@ _LIGHT: Dict[str, Any] = {
 _LIGHT_DOC = """\
 "light": 2 CPU cores, minutes per model.  MAYA defaults, TABSWIFT defaults, LightGBM, CatBoost.
 
-- Measured as a whole by the ensemble benchmark (docs/ensemble_benchmark.md: 12 tables, one 600 s fit on 2 cores
-  each, 5-fold bagging, one stack level; this preset + XGBoost against LightGBM + CatBoost + XGBoost alone, at
-  package version 1680380): 7 wins, 2 ties, 3 losses, mean relative error reduction +1.24 %, worst table
-  -8.33 %; ahead on all three regression tables.
-- MAYA defaults (hidden_size 64, one MBA block, 4 branches for classification and 2 for regression, lr 1e-3 +
-  plateau cut): sized for a 2-core CPU (docs/maya.md; california_housing at 600 s: 0.4456 with one layer,
-  0.4753 with the earlier two, measured side by side).  In the ensemble benchmark it validates close to the
-  best tree on regression (the final ensembles weight it 8-50 %) and, at level 1, below it on every
-  classification table, where it gets 0-18 % of the weight (62 % on satimage).
-- TABSWIFT defaults (zero-shot: no fit step is trained; 8 members, max_context_rows 2048): seconds per
-  bagged fit, 3-6 % of the whole fit's wall time in the ensemble benchmark.  The shipped checkpoint is small:
-  there it validates below the best tree on every table, gets at most 14 % of the final weight, and on
-  letter (10,000 rows, 26 classes) the trees left it too little time.  Its sure cost is prediction time
-  (in-context pass).
-- GBM, CAT ``{}``: AutoGluon's defaults, the two strongest single models of the README tables.  XGB is left
-  out to keep the CPU budget for the two neural models; it is in "best".
+- Measured as a whole by the ensemble benchmark (README "Results" and docs/ensemble_benchmark.md: 12 tables,
+  one 600 s fit on 2 cores each, 5-fold bagging, one stack level; this preset + XGBoost against LightGBM +
+  CatBoost + XGBoost alone, and against the trees + TabM + RealMLP).
+- MAYA defaults: sized for a 2-core CPU; every departure from the paper and its evidence is in docs/maya.md.
+  In the benchmark MAYA earns most of its ensemble weight on regression tables.
+- TABSWIFT defaults: zero-shot (no training step), 8 members, at most 2,048 context rows: seconds per bagged
+  fit.  Its cost is prediction time (an in-context pass over the context rows).
+- GBM, CAT ``{}``: AutoGluon's defaults.  XGB is left out to keep the CPU budget for the two neural models;
+  it is in "best".
 - Fit order (``ag_args.priority``): GBDTs, then TabSwift, then MAYA, so that a tight ``time_limit`` is
-  spent on the GBDTs first (see ``MAYA_PRIORITY`` for the measurement behind this).
+  spent on the GBDTs first (``MAYA_PRIORITY`` says why).
 """
 
 _BEST: Dict[str, Any] = {
@@ -80,28 +73,20 @@ _BEST: Dict[str, Any] = {
 _BEST_DOC = """\
 "best": a GPU for MAYA and TabSwift (both request one GPU by default when AutoGluon sees one); the
 trees run on the CPUs.  Three MAYA variants, two TabSwift variants, LightGBM, CatBoost, XGBoost.
+This preset has not been measured as a whole: no GPU was available to this package's benchmarks.
 
-- MAYA defaults (name ``Maya``): the default (README "Choosing the defaults", california_housing, 600 s on
-  2 cores: val RMSE 0.4891, test 0.4788).
-- MAYA ``hidden_size=128, num_heads=8`` (``Maya_d128h8``): the best test RMSE measured on
-  california_housing (val RMSE 0.4807, test 0.4670 vs 0.4891/0.4788 for the default), ~3x slower per epoch and
-  still improving when the 10-minute 2-core budget stopped it -- the reason it is a GPU entry.
-- MAYA ``num_decoder_layers=2`` (``Maya_dec2``): the best validation RMSE measured on california_housing
-  (val 0.4805, test 0.4754), early-stopped within 600 s on 2 cores.
-  Caveat for all three: one dataset, one seed, CPU.  That they help on a GPU with a longer budget, and
-  on other tables, is an expectation, not a measurement.  The paper's larger GPU configurations (README
-  "Hyperparameters": hidden_size 256, 4 branches, 3 layers) are not included: never measured by us.
-- TABSWIFT ``n_estimators=16, max_context_rows=4096`` (``TabSwift``): a GPU guess, not measured.
-  16 members is what ``tabswift/defaults.py`` records the paper's benchmark using; 4096 context rows
-  is the top of TabSwift's HPO space (``tabswift/search_space.py``).  Pretraining contexts are <= 256
-  rows and encoding cost grows as n^2 in the context, so longer contexts are extrapolation the interim
-  checkpoint was never judged on.
-- TABSWIFT the same + ``fine_tune=True`` (``TabSwift_ft``): a GPU guess, not measured.  Fine-tuning
-  keeps the pretrained weights unless validation improves (step 0 counts), so on validation it is never
-  worse than zero-shot, but it costs a training loop per bag fold.
-- GBM, CAT, XGB ``{}``: AutoGluon's defaults.  CAT and GBM are the two strongest models in README
-  "Results"; XGB was not in that table (it is in the benchmark runner's model list) and is added as a
-  third, differently regularized tree ensemble for the stacker.
+- MAYA defaults (name ``Maya``), plus ``hidden_size=128, num_heads=8`` (``Maya_d128h8``) and
+  ``num_decoder_layers=2`` (``Maya_dec2``): the two variants that scored best on california_housing in the
+  CPU screens of docs/experiments.md ("First measurements of the defaults"); the wider one was about 3x
+  slower per epoch and still improving when a 600 s 2-core budget stopped it, which is why they are GPU
+  entries.  One table, one seed: that they help on other tables is an expectation, not a measurement.
+- TABSWIFT ``n_estimators=16, max_context_rows=4096`` (``TabSwift``): the paper's benchmark used 16
+  members; 4,096 rows is the top of ``tabswift_search_space()``.  A GPU guess, not measured.
+- TABSWIFT the same + ``fine_tune=True`` (``TabSwift_ft``): fine-tuning keeps the pretrained weights unless
+  validation improves (step 0 counts), so on validation it is never worse than zero-shot; it costs a
+  training loop per bag fold.  Not measured on a GPU.
+- GBM, CAT, XGB ``{}``: AutoGluon's defaults; XGBoost adds a third, differently regularized tree ensemble
+  for the stacker.
 - Fit order (``ag_args.priority``): GBDTs, TabSwift, TabSwift_ft, then Maya, Maya_dec2, Maya_d128h8
   (cheapest first; the last one fitted gets what is left of the time).
 """
@@ -140,23 +125,14 @@ def hyperparameters(preset: str = "light", *, overrides: Optional[Dict[str, Dict
     ``overrides={"MAYA": {"max_epochs": 20}}``.  A key that is not in the preset is an error (add models
     to the returned dict instead).
 
+    "light": MAYA, TABSWIFT, GBM and CAT at their defaults, for 2 CPU cores and minutes per model.
+    "best": for a GPU: three MAYA variants, TABSWIFT with 16 members with and without fine-tuning, GBM, CAT
+    and XGB.
+
     In both presets MAYA and TabSwift are fitted after the GBDTs (``ag_args.priority``; only the order
-    changes, no hyperparameter), so a tight ``time_limit`` goes to the GBDTs first.
-
-    Presets (the evidence per entry is in :func:`preset_doc`):
-
-    "light": MAYA defaults, TABSWIFT defaults, GBM, CAT -- 2 CPU cores, minutes per model.
-        MAYA's default is the 2-core choice of README "Choosing the defaults" (california_housing test
-        RMSE 0.4788); MAYA is 3rd of 4 behind CAT/GBM in README "Results" but has the best telco_churn
-        ROC-AUC (a diverse stack member).  TABSWIFT defaults fit 2 cores for <= ~10k rows; its value as a
-        member is not measured yet (interim checkpoint).  GBM/CAT: ranks 2.00/1.25 in README "Results".
-
-    "best": for a GPU -- MAYA default + {hidden_size 128, num_heads 8} + {num_decoder_layers 2};
-        TABSWIFT {n_estimators 16, max_context_rows 4096} and the same fine-tuned; GBM, CAT, XGB.
-        The two MAYA variants were the best measured on california_housing (val RMSE 0.4807 / 0.4805,
-        test 0.4670 / 0.4754, vs 0.4891 / 0.4788 for the default; one dataset, one seed, 2 CPU cores).
-        The TABSWIFT settings are GPU guesses (the paper's 16 members, the top of the HPO space's context
-        sizes), not measurements.
+    changes, no hyperparameter), so a tight ``time_limit`` goes to the GBDTs first.  The evidence behind
+    every entry, and what is a guess rather than a measurement, is in :func:`preset_doc`; the README's
+    results section gives the light preset's benchmark.
     """
     _check(preset)
     hp = copy.deepcopy(PRESETS[preset])

@@ -1,12 +1,12 @@
 """Hyperparameter search for MAYA and/or TabSwift with AutoGluon's Ray Tune backend, on a real table.
 
-    python examples/hpo_ray_tune.py                                   # phoneme, MAYA + TABSWIFT, 4 trials each
-    python examples/hpo_ray_tune.py $AUTOGLUON_MAYA_DATASETS/telco_churn --models MAYA --num-trials 8 --time-limit 1800
+    python examples/hpo_ray_tune.py                                   # qsar_biodeg, MAYA + TABSWIFT, 4 trials each
+    python examples/hpo_ray_tune.py telco_churn --models MAYA --num-trials 8 --time-limit 1800
     python examples/hpo_ray_tune.py --num-gpus 1 --gpus-per-trial 0.25   # 4 trials at a time on one GPU
     python examples/hpo_ray_tune.py --num-cpus 1 --num-trials 2 --time-limit 60 --max-epochs 2   # smoke run
 
-Protocol P1 (``autogluon_maya.common.protocol``): 64/16/20 split, the validation part is AutoGluon's
-``tuning_data`` and scores every trial; the test part is only reported.  Search spaces: MAYA's
+Tables by name, dataset folder or CSV: see ``examples/example_data.py``.  The rows are split 64/16/20 %; the
+validation part is AutoGluon's ``tuning_data`` and scores every trial; the test part is only reported.  Search spaces: MAYA's
 ``maya_search_space()`` (the paper's Table 12, starting from the CPU defaults) and TabSwift's
 ``tabswift_search_space()`` (ensemble size, context rows, early exit, fine-tuning).  Both models send
 their HPO to Ray Tune (``_get_hpo_backend``), which runs trials as parallel Ray tasks: on CPUs each trial
@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 import autogluon_maya  # noqa: F401  (registers MAYA and TABSWIFT)
-from autogluon_maya.common.protocol import default_datasets_dir, load_dataset, p1_metric, p1_split
+from example_data import load_table, split
 
 SPACES = ("MAYA", "TABSWIFT")
 
@@ -40,16 +40,15 @@ def search_space(key: str, max_epochs: int | None) -> dict:
             hp["max_epochs"] = max_epochs
         return hp
     if key == "TABSWIFT":
-        from autogluon_maya.tabswift.search_space import tabswift_search_space
-
-        return tabswift_search_space()
+        return autogluon_maya.tabswift_search_space()
     raise ValueError(f"no search space for {key!r}; choose from {', '.join(SPACES)}")
 
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("data", nargs="?", default=str(default_datasets_dir() / "phoneme"),
-                    help="dataset folder (data.csv.gz + meta.json) or CSV (default: %(default)s)")
+    ap.add_argument("data", nargs="?", default="qsar_biodeg",
+                    help="a table name, dataset folder or CSV (default: %(default)s)")
+    ap.add_argument("--label", help="target column of a CSV (default: its last column)")
     ap.add_argument("--models", default="MAYA,TABSWIFT", help="comma-separated: MAYA, TABSWIFT")
     ap.add_argument("--num-trials", type=int, default=4, help="trials per model")
     ap.add_argument("--time-limit", type=float, default=900, help="seconds for the whole fit (all models, all trials)")
@@ -110,15 +109,18 @@ def main(argv=None) -> None:
     from autogluon.tabular import TabularPredictor
 
     args = parse_args(argv)
-    ds = load_dataset(args.data, max_rows=args.max_rows, seed=args.seed)
-    train, val, test = p1_split(ds, seed=args.seed)
-    metric = p1_metric(ds.task)
-    print(f"{ds.name}: {ds.task}, train/val/test = {len(train)}/{len(val)}/{len(test)} rows, metric {metric}")
+    from autogluon.core.utils import infer_problem_type
+
+    frame, label = load_table(args.data, args.label, max_rows=args.max_rows, seed=args.seed)
+    train, val, test = split(frame, label, seed=args.seed)
+    task = infer_problem_type(train[label], silent=True)
+    metric = "root_mean_squared_error" if task == "regression" else "accuracy"
+    print(f"{args.data}: {task}, train/val/test = {len(train)}/{len(val)}/{len(test)} rows, metric {metric}")
     hp = build_hyperparameters(args)
     fit_kwargs = {}
     if args.num_cpus:
         fit_kwargs["num_cpus"] = args.num_cpus
-    predictor = TabularPredictor(label=ds.target, problem_type=ds.task, eval_metric=metric,
+    predictor = TabularPredictor(label=label, problem_type=task, eval_metric=metric,
                                  path=str(Path(tempfile.mkdtemp(prefix="hpo_ray_tune_")) / "ag"), verbosity=2)
     predictor.fit(train, tuning_data=val, hyperparameters=hp, time_limit=args.time_limit,
                   num_gpus=args.num_gpus, fit_weighted_ensemble=False,

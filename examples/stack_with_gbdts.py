@@ -1,14 +1,15 @@
 """MAYA and TabSwift bagged and stacked with LightGBM, CatBoost and XGBoost on a real table.
 
     python examples/stack_with_gbdts.py                                      # telco_churn, "light", 2 CPU cores
-    python examples/stack_with_gbdts.py $AUTOGLUON_MAYA_DATASETS/cpu_act --preset best --num-gpus 1 --time-limit 3600
+    python examples/stack_with_gbdts.py california_housing --preset best --num-gpus 1 --time-limit 3600
+    python examples/stack_with_gbdts.py my.csv --label y
     python examples/stack_with_gbdts.py --smoke --num-cpus 1 --time-limit 60  # tiny models: checks the plumbing
 
 Models: ``autogluon_maya.hyperparameters(preset)`` (see ``autogluon_maya/portfolio.py`` for the evidence
 behind each entry), plus XGBoost when the preset has none ("light" leaves it out), so every run has
 the three GBDT families next to MAYA and TabSwift.
 
-Protocol P1 (``autogluon_maya.common.protocol``): 64/16/20 split.  The fit bags every model
+Tables by name, dataset folder or CSV: see ``examples/example_data.py``.  The rows are split 64/16/20 %.  The fit bags every model
 (``--num-bag-folds``) on the 64% training part and stacks one more level on the out-of-fold
 predictions (``--num-stack-levels``); the 16% validation part is ``tuning_data`` with
 ``use_bag_holdout=True``, so AutoGluon cross-validates the models and fits the weighted ensembles on
@@ -32,8 +33,7 @@ import pandas as pd
 
 import autogluon_maya  # noqa: F401  (registers MAYA and TABSWIFT)
 from autogluon_maya import hyperparameters
-from autogluon_maya.common.protocol import default_datasets_dir, load_dataset, p1_metric, p1_split
-from autogluon_maya.portfolio import PRESETS
+from example_data import load_table, split
 
 #: tiny sizes for --smoke (validates the script in about a minute on one core; scores are meaningless)
 SMOKE_OVERRIDES = {"MAYA": {"max_epochs": 2, "hidden_size": 16, "num_heads": 2},
@@ -41,6 +41,11 @@ SMOKE_OVERRIDES = {"MAYA": {"max_epochs": 2, "hidden_size": 16, "num_heads": 2},
                    "GBM": {"num_boost_round": 20}, "CAT": {"iterations": 20}, "XGB": {"n_estimators": 20}}
 FAMILY_COLORS = {"GBDT": "tab:gray", "MAYA": "tab:blue", "TabSwift": "tab:orange", "ensemble": "tab:green",
                  "other": "tab:purple"}
+
+
+def eval_metric(task: str) -> str:
+    """Accuracy for classification, RMSE for regression (the metrics of this package's benchmarks)."""
+    return "root_mean_squared_error" if task == "regression" else "accuracy"
 
 
 def family(model_name: str) -> str:
@@ -70,7 +75,7 @@ def portfolio(preset: str, smoke: bool = False) -> dict:
 def fit_stack(train: pd.DataFrame, val: pd.DataFrame, label: str, task: str, hp: dict, time_limit: float,
               num_bag_folds: int, num_stack_levels: int, num_cpus: int | None, num_gpus: float | None,
               path: str | None = None, verbosity: int = 2, **fit_kwargs):
-    """Bagged + stacked AutoGluon fit under protocol P1 (validation part as bag holdout); ``fit_kwargs`` go to
+    """Bagged + stacked AutoGluon fit (the validation part as bag holdout); ``fit_kwargs`` go to
     ``TabularPredictor.fit`` (e.g. ``callbacks``)."""
     from autogluon.tabular import TabularPredictor
 
@@ -79,7 +84,7 @@ def fit_stack(train: pd.DataFrame, val: pd.DataFrame, label: str, task: str, hp:
         kwargs["num_cpus"] = num_cpus
     if num_gpus is not None:
         kwargs["num_gpus"] = num_gpus
-    predictor = TabularPredictor(label=label, problem_type=task, eval_metric=p1_metric(task),
+    predictor = TabularPredictor(label=label, problem_type=task, eval_metric=eval_metric(task),
                                  path=path or str(Path(tempfile.mkdtemp(prefix="stack_with_gbdts_")) / "ag"),
                                  verbosity=verbosity)
     predictor.fit(train, tuning_data=val, use_bag_holdout=True, hyperparameters=hp, time_limit=time_limit,
@@ -90,7 +95,7 @@ def fit_stack(train: pd.DataFrame, val: pd.DataFrame, label: str, task: str, hp:
 def test_leaderboard(predictor, test: pd.DataFrame, task: str) -> pd.DataFrame:
     """Leaderboard on the test part with the metric in its natural sign (RMSE positive) and the family."""
     lb = predictor.leaderboard(test, silent=True)
-    sign = -1 if p1_metric(task) == "root_mean_squared_error" else 1
+    sign = -1 if eval_metric(task) == "root_mean_squared_error" else 1
     lb = lb.assign(test=sign * lb["score_test"], val=sign * lb["score_val"], family=lb["model"].map(family))
     return lb[["model", "family", "stack_level", "test", "val", "fit_time", "pred_time_test"]]
 
@@ -124,9 +129,10 @@ def plot_test_scores(lb: pd.DataFrame, metric: str, title: str, path: Path) -> N
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("data", nargs="?", default=str(default_datasets_dir() / "telco_churn"),
-                    help="dataset folder (data.csv.gz + meta.json) or CSV (default: %(default)s)")
-    ap.add_argument("--preset", default="light", choices=sorted(PRESETS))
+    ap.add_argument("data", nargs="?", default="telco_churn",
+                    help="a table name, dataset folder or CSV (default: %(default)s)")
+    ap.add_argument("--label", help="target column of a CSV (default: its last column)")
+    ap.add_argument("--preset", default="light", choices=["light", "best"])
     ap.add_argument("--time-limit", type=float, default=1800, help="seconds for the whole fit")
     ap.add_argument("--num-bag-folds", type=int, default=5)
     ap.add_argument("--num-stack-levels", type=int, default=1)
@@ -141,26 +147,30 @@ def parse_args(argv=None):
 
 def main(argv=None) -> None:
     args = parse_args(argv)
-    ds = load_dataset(args.data, max_rows=args.max_rows, seed=args.seed)
-    train, val, test = p1_split(ds, seed=args.seed)
-    metric = p1_metric(ds.task)
+    from autogluon.core.utils import infer_problem_type
+
+    frame, label = load_table(args.data, args.label, max_rows=args.max_rows, seed=args.seed)
+    train, val, test = split(frame, label, seed=args.seed)
+    task = infer_problem_type(train[label], silent=True)
+    name = Path(args.data).name.split(".")[0]
+    metric = eval_metric(task)
     hp = portfolio(args.preset, smoke=args.smoke)
-    print(f"{ds.name}: {ds.task}, train/val/test = {len(train)}/{len(val)}/{len(test)} rows, metric {metric}; "
+    print(f"{name}: {task}, train/val/test = {len(train)}/{len(val)}/{len(test)} rows, metric {metric}; "
           f"preset {args.preset!r}: {', '.join(hp)}")
     t0 = time.time()
-    predictor = fit_stack(train, val, ds.target, ds.task, hp, args.time_limit, args.num_bag_folds,
+    predictor = fit_stack(train, val, label, task, hp, args.time_limit, args.num_bag_folds,
                           args.num_stack_levels, args.num_cpus, args.num_gpus)
     wall = time.time() - t0
-    lb = test_leaderboard(predictor, test, ds.task)
+    lb = test_leaderboard(predictor, test, task)
     with pd.option_context("display.width", 200):
-        print(f"\nLeaderboard on the P1 test split ({metric}; fit {wall:.0f} s, best on validation: "
+        print(f"\nLeaderboard on the test rows ({metric}; fit {wall:.0f} s, best on validation: "
               f"{predictor.model_best}):")
         print(lb.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"{ds.name}_{args.preset}{'_smoke' if args.smoke else ''}"
+    stem = f"{name}_{args.preset}{'_smoke' if args.smoke else ''}"
     lb.to_csv(out / f"{stem}_leaderboard.csv", index=False)
-    title = (f"{ds.name} ({ds.task}), preset {args.preset!r}{' [smoke: tiny models]' if args.smoke else ''}\n"
+    title = (f"{name} ({task}), preset {args.preset!r}{' [smoke: tiny models]' if args.smoke else ''}\n"
              f"{args.num_bag_folds}-fold bagging, {args.num_stack_levels} stack level(s), {args.time_limit:.0f} s")
     plot_test_scores(lb, metric, title, out / f"{stem}_test_scores.png")
     print(f"\nwrote {out / (stem + '_leaderboard.csv')} and {out / (stem + '_test_scores.png')}")

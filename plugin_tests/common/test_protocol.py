@@ -1,4 +1,4 @@
-"""What ``examples/quickstart.py --data my.csv --label y`` relies on in ``autogluon_maya.common.protocol``."""
+"""The benchmark protocol P1's table loading (``autogluon_maya.common.protocol``), which the benchmark scripts share."""
 
 import numpy as np
 import pandas as pd

@@ -235,6 +235,112 @@ def ensemble_pair(base_folder: str, other_folder: str) -> str:
                      "MAYA L1, val", "MAYA L1, allotted s", "neural weight"], body)
 
 
+# ---- the README's results: the 600 s ensemble benchmark --------------------------------------------------
+ENSEMBLE_CONFIGS = {"gbdt": "trees alone", "ours": "+ MAYA + TabSwift", "ag_dl": "+ TabM + RealMLP"}
+#: level-1 bagged models of the ensemble fits: (label, config of the fit it comes from, model name)
+LEVEL1 = (("MAYA", "ours", "Maya_BAG_L1"), ("TabSwift", "ours", "TabSwift_BAG_L1"), ("TabM", "ag_dl", "TabM_BAG_L1"),
+          ("RealMLP", "ag_dl", "RealMLP_BAG_L1"), ("CatBoost", "gbdt", "CatBoost_BAG_L1"),
+          ("LightGBM", "gbdt", "LightGBM_BAG_L1"))
+
+
+def ensemble_latest(folder: str) -> Dict[tuple, dict]:
+    """The latest ok row per (dataset, config) of an ensemble-benchmark folder, in dataset order."""
+    return {(r["dataset"], r["config"]): r for r in rows(folder)}
+
+
+def _error(r: dict, score: float) -> float:
+    from .ensemble import error_of
+
+    return error_of(score, r["metric"])
+
+
+def _rer(a: dict, b: dict) -> float:
+    from .ensemble import relative_error_reduction
+
+    return relative_error_reduction(_error(a, a["test_score"]), _error(b, b["test_score"]))
+
+
+def _percent(v: float) -> str:
+    return f"{100 * v:+.2f} %"
+
+
+@table("readme-ensemble")
+def readme_ensemble() -> str:
+    latest = ensemble_latest("ensemble_600s")
+    body = []
+    for d in dict.fromkeys(d for d, _ in latest):
+        fits = {c: latest.get((d, c)) for c in ENSEMBLE_CONFIGS}
+        if not all(fits.values()):
+            continue
+        g = fits["gbdt"]
+        higher = g["task"] != "regression"
+        vals = {c: float(r["test_score"]) for c, r in fits.items()}
+        best = (max if higher else min)(vals.values())
+        body.append([f"{d}, {'accuracy' if higher else 'RMSE ↓'}"]
+                    + [f"**{fmt(v)}**" if v == best else fmt(v) for v in vals.values()]
+                    + [_percent(_rer(fits["ours"], g)), _percent(_rer(fits["ag_dl"], g))])
+    return markdown(["dataset, test score"] + list(ENSEMBLE_CONFIGS.values())
+                    + ["MAYA + TabSwift vs trees", "TabM + RealMLP vs trees"], body)
+
+
+@table("readme-ensemble-summary")
+def readme_ensemble_summary() -> str:
+    from .ensemble import mean_finite, win_tie_loss
+
+    def line(label: str, a_rows: Dict[str, dict], b_rows: Dict[str, dict]) -> List[str]:
+        common = [d for d in a_rows if d in b_rows]
+        pairs = [(_error(a_rows[d], a_rows[d]["test_score"]), _error(b_rows[d], b_rows[d]["test_score"]))
+                 for d in common]
+        wtl = win_tie_loss(pairs)
+        rers = [_rer(a_rows[d], b_rows[d]) for d in common]
+        worst = min(range(len(common)), key=lambda i: rers[i])
+        return [label, f"{wtl.wins} / {wtl.ties} / {wtl.losses}", f"{wtl.p_value:.2f}", _percent(mean_finite(rers)[0]),
+                f"{_percent(rers[worst])} ({common[worst]})"]
+
+    first = ensemble_latest("ensemble_600s")
+    by = {c: {d: r for (d, cc), r in first.items() if cc == c} for c in ENSEMBLE_CONFIGS}
+    repeat = ensemble_ours("ensemble_600s_repeat")
+    body = [line("+ MAYA + TabSwift vs trees alone", by["ours"], by["gbdt"]),
+            line("+ MAYA + TabSwift vs trees alone, second fit of the same code", repeat, by["gbdt"]),
+            line("+ TabM + RealMLP vs trees alone", by["ag_dl"], by["gbdt"]),
+            line("+ MAYA + TabSwift vs + TabM + RealMLP", by["ours"], by["ag_dl"])]
+    return markdown(["comparison (12 tables)", "wins / ties / losses", "sign test p", "mean relative error reduction",
+                     "worst table"], body, "lrrrl")
+
+
+@table("readme-level1")
+def readme_level1() -> str:
+    latest = ensemble_latest("ensemble_600s")
+    body, rank_sum, seconds, n = [], {m: 0.0 for m, _, _ in LEVEL1}, {m: [] for m, _, _ in LEVEL1}, 0
+    for d in dict.fromkeys(d for d, _ in latest):
+        vals, used = {}, {}
+        for label, config, name in LEVEL1:
+            r = latest.get((d, config))
+            m = None if r is None else r["models"].get(name)
+            if m is not None and m.get("test") is not None:
+                vals[label], used[label] = float(m["test"]), float(m["wall_s"])
+        if not vals:
+            continue
+        higher = next(r for (dd, _), r in latest.items() if dd == d)["task"] != "regression"
+        best = (max if higher else min)(vals.values())
+        row = [f"{d}, {'accuracy' if higher else 'RMSE ↓'}"]
+        for label, _, _ in LEVEL1:
+            v = vals.get(label)
+            if v is None:  # not fitted in time: ranked last
+                row.append("—")
+                rank_sum[label] += len(LEVEL1)
+                continue
+            row.append(f"**{fmt(v)}** ({used[label]:.0f} s)" if v == best else f"{fmt(v)} ({used[label]:.0f} s)")
+            better = sum(1 for w in vals.values() if (w > v if higher else w < v))
+            equal = sum(1 for w in vals.values() if w == v)
+            rank_sum[label] += better + (equal + 1) / 2
+            seconds[label].append(used[label])
+        body.append(row)
+        n += 1
+    body.append(["average rank (not fitted: last)"] + [f"{rank_sum[m] / n:.2f}" for m, _, _ in LEVEL1])
+    return markdown(["dataset, test score (seconds used)"] + [m for m, _, _ in LEVEL1], body)
+
+
 @table("exp-light-ft")
 def exp_light_ft() -> str:
     return ensemble_pair("ensemble_600s", "ensemble_600s_light_ft")

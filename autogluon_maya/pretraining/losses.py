@@ -13,7 +13,7 @@ absent from the batch is left out of the sum (and of the returned parts).
 Stage 3 (early exit; backbone frozen): each layer's prediction head gets the same loss as the final
 head, and each exit head a binary cross-entropy on "this layer's prediction already agrees with the
 final layer's" -- same arg-max class, or a standardized regression output within ``tolerance`` of the
-final one (SPEC's choice; the paper's App. B.2 criterion is not available).
+final one (our choice: the paper's App. B.2 criterion is not available).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Our TABSWIFT pipeline against the authors' TabSwiftClassifier / TabSwiftRegressor, same weights.
 
-    python examples/benchmarks/tabswift_vs_authors.py ../shared/datasets [--reference ../shared/reference]
+    python examples/benchmarks/tabswift_vs_authors.py [DATASETS_DIR]      # default: $AUTOGLUON_MAYA_DATASETS
 
-The authors' inference code (MIT) is imported from ``<reference>/tabswift_upstream`` as an oracle;
-nothing of it is part of autogluon_maya.  Weights: the released ``swift.ckpt`` is not reachable
+The authors' inference code (MIT) is imported from the ``tabarena`` package, which vendors it
+(``tabarena.models.tabswift._vendor``; ``pip install -e ".[bench]"``), as an oracle; nothing of it is part
+of autogluon_maya.  Weights: the released ``swift.ckpt`` is not reachable
 offline and random weights make test scores meaningless, so our shipped pretrained checkpoint
 (``checkpoints/tabswift_small``: 6 blocks, d = 128, 16 registers) is written into the authors'
 ``TabSwift`` module with that smaller config and saved in the released format.  Every tensor has a
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import json
 import platform
 import sys
@@ -62,17 +62,17 @@ TABLES = {"phoneme": "binary", "spambase": "binary", "satimage": "multiclass", "
 OUT = REPO / "examples" / "benchmarks" / "results" / "tabswift_vs_authors"
 
 
-def import_authors(reference: Path):
-    folder = reference / "tabswift_upstream"
-    if not (folder / "model" / "tabswift.py").is_file():
-        raise SystemExit(f"the authors' TabSwift code was not found at {folder} (pass --reference)")
-    spec = importlib.util.spec_from_file_location("tabswift_upstream", folder / "__init__.py",
-                                                  submodule_search_locations=[str(folder)])
-    sys.modules["tabswift_upstream"] = package = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(package)
-    return (importlib.import_module("tabswift_upstream.model.tabswift").TabSwift,
-            importlib.import_module("tabswift_upstream.classifier").TabSwiftClassifier,
-            importlib.import_module("tabswift_upstream.regressor").TabSwiftRegressor)
+AUTHORS = "tabarena.models.tabswift._vendor"
+
+
+def import_authors():
+    try:
+        return (importlib.import_module(f"{AUTHORS}.model.tabswift").TabSwift,
+                importlib.import_module(f"{AUTHORS}.classifier").TabSwiftClassifier,
+                importlib.import_module(f"{AUTHORS}.regressor").TabSwiftRegressor)
+    except ImportError as err:
+        raise SystemExit(f"the authors' TabSwift code could not be imported from {AUTHORS} ({err}); "
+                         f"pip install -e '.[bench]' installs tabarena")
 
 
 # ---- our shipped weights in the authors' module -----------------------------------------------------------------
@@ -315,9 +315,10 @@ def markdown(rows) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data", type=Path, help="datasets folder (<name>/data.csv.gz + meta.json)")
-    parser.add_argument("--reference", type=Path, default=None, help="folder holding tabswift_upstream/ "
-                        "(default: <data>/../reference)")
+    from autogluon_maya.common.protocol import default_datasets_dir
+
+    parser.add_argument("data", type=Path, nargs="?", default=default_datasets_dir(),
+                        help="datasets folder (<name>/data.csv.gz + meta.json; default: %(default)s)")
     parser.add_argument("--train-rows", type=int, default=1024)
     parser.add_argument("--test-rows", type=int, default=512)
     parser.add_argument("--seed", type=int, default=0)
@@ -327,7 +328,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    authors = import_authors(args.reference or args.data.parent / "reference")
+    authors = import_authors()
     args.out.mkdir(parents=True, exist_ok=True)
 
     def log(msg):

@@ -55,7 +55,7 @@ sys.path.insert(0, str(REPO))
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT  # noqa: E402
 from autogluon_maya.tabswift.engine import TabSwiftEngine  # noqa: E402
 from autogluon_maya.tabswift.ensemble import Member, TabSwiftEnsemble  # noqa: E402
-from autogluon_maya.tabswift.released import our_key  # noqa: E402
+from autogluon_maya.tabswift.export import export_to_authors  # noqa: E402
 from autogluon_maya.tabswift.weights import load_checkpoint  # noqa: E402
 
 TABLES = {"phoneme": "binary", "spambase": "binary", "satimage": "multiclass", "california_housing": "regression"}
@@ -76,28 +76,13 @@ def import_authors():
 
 
 # ---- our shipped weights in the authors' module -----------------------------------------------------------------
-def shipped_in_authors_format(TabSwift, path: Path) -> dict:
-    """Write the shipped checkpoint as an authors'-format ``{"config", "state_dict"}`` file; returns the
-    class-embedding table (for the multiclass adapter)."""
-    net = load_checkpoint(SHIPPED_CHECKPOINT)
-    c = net.config
-    config = {"max_classes": c.max_classes, "max_dim": c.max_features, "proj_dim": c.max_features,
-              "embed_dim": c.d_model, "row_num_cls": 1, "icl_num_blocks": c.n_layers, "icl_nhead": c.n_heads,
-              "ff_factor": c.ff_factor, "register_tokens": c.n_registers, "use_elementwise_gate": True}
-    module = TabSwift(**config)
-    ours = net.state_dict()
-    table = ours["label_encoders.classes.weight"]  # (C_max, d)
-    state = {}
-    for key, value in module.state_dict().items():
-        if key == "icl_predictor.y_encoder.weight":
-            state[key] = (table[1] - table[0]).unsqueeze(1)  # exact for class ids 0 and 1
-        elif key == "icl_predictor.y_encoder.bias":
-            state[key] = table[0].clone()
-        else:
-            state[key] = ours[our_key(key)].clone()
-    module.load_state_dict(state)
-    torch.save({"config": config, "state_dict": state}, path)
-    return {"table": table, "config": config}
+def shipped_in_authors_format(path: Path) -> dict:
+    """Write the shipped checkpoint as an authors'-format ``{"config", "state_dict"}`` file
+    (``autogluon_maya.tabswift.export``; its class table is exact there for two classes only, hence
+    ``binary_only``); returns the class-embedding table (for the multiclass adapter) and the config."""
+    report = export_to_authors(SHIPPED_CHECKPOINT, path, binary_only=True)
+    table = load_checkpoint(SHIPPED_CHECKPOINT).state_dict()["label_encoders.classes.weight"]  # (C_max, d)
+    return {"table": table, "config": report.config}
 
 
 class ClassTable(torch.nn.Module):
@@ -340,7 +325,7 @@ def main(argv=None) -> int:
         from autogluon_maya.tabswift.released import convert
 
         ckpt = tmp / "swift.ckpt"
-        weights = shipped_in_authors_format(authors[0], ckpt)
+        weights = shipped_in_authors_format(ckpt)
         weights.update(ckpt=ckpt, converted=convert(ckpt, f"{tmp}/converted/"))
         for name in args.tables:
             log(f"{name} ({TABLES[name]})")

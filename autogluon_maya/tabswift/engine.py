@@ -131,6 +131,9 @@ class TabSwiftEngine:
             raise ValueError(f"cache has {len(cache.keys)} layers, network has {L}")
         if tau is not None and net.n_exit_layers == 0:
             raise ValueError("early exit requested but the network was built with early_exit=False")
+        if tau is not None and getattr(net, "exit_heads_stale", False):
+            raise ValueError("early exit requested but the exit heads were not trained on this network's "
+                             "backbone (it was fine-tuned, or the heads were just added, without retraining them)")
         x = self._tensor(x_query)
         if x.dim() != 2 or x.shape[1] != cache.n_features:
             raise ValueError(f"x_query must be (rows, {cache.n_features}), got {tuple(x.shape)}")

@@ -8,11 +8,13 @@ MSE + MAE on targets standardized with the support's statistics).  Every ``eval_
 members, for speed); the best weights (the pretrained ones count as step 0) are kept, so fine-tuning
 never ends worse than zero-shot on that validation check.
 
-Fine-tuning only trains the backbone and the final heads; ``retrain_exit_heads`` then refits the
-early-exit heads to the new backbone (backbone frozen), so τ keeps meaning what it meant.  A fit
-without early exit drops those heads instead (``TabSwiftNetwork.drop_exit_heads``): retraining
-heads nobody uses costs as much as fine-tuning, and keeping the pretrained ones would save heads
-that no longer match the backbone.
+Fine-tuning only trains the backbone and the final heads, and marks the early-exit heads stale
+(``TabSwiftNetwork.exit_heads_stale``: the engine refuses to exit with them); ``retrain_exit_heads``
+then refits them to the new backbone (backbone frozen), so τ keeps meaning what it meant, and clears
+the mark.  Heads still stale at the end of a fit -- no τ, ``fine_tune_exit_steps=0``, no time left --
+are dropped (``TabSwiftNetwork.drop_exit_heads``): retraining heads nobody uses costs as much as
+fine-tuning, and keeping the pretrained ones would save heads that no longer match the backbone.  The
+same function trains fresh heads on a checkpoint that has none (the authors' released weights).
 
 Both loops stop before a step (and a validation pass due after it) that would end past their
 deadline; the first step's duration is the caller's estimate (``first_step_seconds``), later ones
@@ -187,6 +189,8 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
         best["step"] = step
     else:
         net.load_state_dict(best["state"])
+    if best["step"] > 0 and net.n_exit_layers:  # the backbone moved; the heads still read the old one
+        net.exit_heads_stale = True
     net.eval()
     ens.clear_cache()
     return {"fine_tune_steps": step, "best_step": best["step"], "best_val_score": best["score"],
@@ -229,14 +233,16 @@ def exit_episode_loss(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int
 def retrain_exit_heads(ens: TabSwiftEnsemble, steps: int, episodes_per_step: int, rows: int, seed: int,
                        deadline: Optional[float] = None, lr: float = EXIT_LR, first_step_seconds: float = 0.0,
                        clock: Callable[[], float] = time.time) -> Dict:
-    """After fine-tuning: retrain the per-layer prediction heads and the exit heads on episodes from the
-    training rows, backbone frozen (pretraining stage 3 in miniature).
+    """Train the per-layer prediction heads and the exit heads on episodes from the training rows,
+    backbone frozen (pretraining stage 3 in miniature): after fine-tuning, or on heads just added to a
+    checkpoint that has none (``TabSwiftNetwork.add_exit_heads``, e.g. the authors' released weights).
 
     Why: fine-tuning moves the backbone, so heads calibrated on the pretrained hidden states would read
     states they were never trained on -- an exit decision could then stop a query at a layer whose head
     predicts badly.  The backbone's weights are exactly unchanged by this function.  A step starts only
     if it ends by ``deadline`` (on ``clock``), judged by the last step's duration
-    (``first_step_seconds`` before the first)."""
+    (``first_step_seconds`` before the first).  At least one step clears ``network.exit_heads_stale``;
+    none leaves it as it was (the caller drops stale heads)."""
     net = ens.network
     device = net.registers.device
     heads = [p for m in (net.layer_heads, net.exit_heads) for p in m.parameters()]
@@ -269,6 +275,8 @@ def retrain_exit_heads(ens: TabSwiftEnsemble, steps: int, episodes_per_step: int
             p.requires_grad_(trainable[name])
         net.eval()
         ens.clear_cache()
+    if done:  # trained on this backbone now, however briefly: the fit's validation check judges them
+        net.exit_heads_stale = False
     return {"exit_retrain_steps": done, "exit_retrain_seconds": clock() - t0,
             "exit_retrain_last_agreement": agreement}
 

@@ -250,11 +250,20 @@ class TabSwiftNetwork(nn.Module):
                                     for _ in range(c.n_layers))
         self.head = PredictionHeads(d, c.head_hidden_factor * d, c.max_classes, c.layer_norm_eps)
         n_exit = c.n_layers - 1 if c.early_exit else 0
-        self.layer_heads = nn.ModuleList(
+        self.layer_heads, self.exit_heads = self._new_exit_heads(n_exit)
+        #: True while the per-layer and exit heads were not trained on the current backbone (fine-tuning
+        #: moved it, or the heads were just added): the engine then refuses early exit, and a fit drops
+        #: such heads before saving, so heads of another backbone can never decide an exit
+        self.exit_heads_stale = False
+
+    def _new_exit_heads(self, n_exit: int) -> Tuple[nn.ModuleList, nn.ModuleList]:
+        c, d = self.config, self.config.d_model
+        layer_heads = nn.ModuleList(
             PredictionHeads(d, c.hidden(c.layer_head_hidden_factor), c.max_classes, c.layer_norm_eps)
             for _ in range(n_exit))
-        self.exit_heads = nn.ModuleList(ExitHeads(d, c.hidden(c.exit_hidden_factor), c.layer_norm_eps)
-                                        for _ in range(n_exit))
+        exit_heads = nn.ModuleList(ExitHeads(d, c.hidden(c.exit_hidden_factor), c.layer_norm_eps)
+                                   for _ in range(n_exit))
+        return layer_heads, exit_heads
 
     @property
     def n_exit_layers(self) -> int:
@@ -266,6 +275,19 @@ class TabSwiftNetwork(nn.Module):
         self.config = replace(self.config, early_exit=False)
         self.layer_heads = nn.ModuleList()
         self.exit_heads = nn.ModuleList()
+        self.exit_heads_stale = False
+
+    def add_exit_heads(self) -> None:
+        """Give a network without early exit (e.g. the authors' released weights) freshly initialized
+        per-layer and exit heads, on its device.  They are marked stale until trained on this backbone
+        (``finetune.retrain_exit_heads``): untrained heads must not decide exits."""
+        if self.n_exit_layers:
+            raise ValueError("the network already has exit heads")
+        self.config = replace(self.config, early_exit=True)
+        layer_heads, exit_heads = self._new_exit_heads(self.config.n_layers - 1)
+        self.layer_heads = layer_heads.to(self.registers.device)
+        self.exit_heads = exit_heads.to(self.registers.device)
+        self.exit_heads_stale = self.n_exit_layers > 0
 
     # ---- tokens -----------------------------------------------------------------------------
     def embed_rows(self, x: torch.Tensor, n_features=None) -> torch.Tensor:

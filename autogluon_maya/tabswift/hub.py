@@ -1,14 +1,19 @@
-"""Optional download of the released ``swift.ckpt`` (``checkpoint_path="hub"``).
+"""The authors' released ``swift.ckpt`` from the model hub: ``checkpoint_path="hub"`` (explicit: any
+failure is an error) and the released half of ``checkpoint_path="auto"`` (the default: any failure
+falls back to the shipped checkpoint, ``sources.py``).
 
-Never a default, and built to fail fast: a fit must not hang on a network that is not there.
+Built to fail fast: a fit must not hang on a network that is not there.
 - a converted copy already in the cache is used without any network access;
 - ``huggingface_hub`` missing -> ImportError saying what to install;
-- ``HF_HUB_OFFLINE=1`` -> only the local hub cache is consulted;
+- the hub's local cache (``HF_HOME`` / ``HF_HUB_CACHE``) holding the file -> converted, no network;
+- ``HF_HUB_OFFLINE=1`` -> nothing else is tried;
 - otherwise the hub (``HF_ENDPOINT``, default huggingface.co) must answer an HTTP HEAD of the file within
   ``timeout`` seconds (``$AUTOGLUON_MAYA_HUB_TIMEOUT``, default 5) -- name resolution included, which a
   socket timeout does not bound, so the probe runs in a daemon thread abandoned on timeout -- before
   huggingface_hub (which retries a silent server with back-off for ~30 s) is asked for anything.
-The file is then converted once (``released.convert``) into ``<cache>/tabswift/hub/``.
+A failed attempt (probe, download or conversion) is remembered for the process, per endpoint: a bagged
+fit builds one model per fold, and each would otherwise wait for the same dead network again.
+The file is converted once (``released.convert``) into ``<cache>/tabswift/hub/``.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Optional
+from typing import Dict, Optional, Tuple
 from urllib.parse import urlparse
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
@@ -28,10 +33,24 @@ FILENAME = "swift.ckpt"
 DEFAULT_ENDPOINT = "https://huggingface.co"
 MANUAL = (f"download {FILENAME} from https://huggingface.co/{REPO_ID} on a machine with internet access, then run "
           f"`autogluon-maya-convert {FILENAME} out/` and pass checkpoint_path='out/'")
+TIMEOUT_ENV = "AUTOGLUON_MAYA_HUB_TIMEOUT"
+
+#: endpoint -> why the released file could not be had from it; kept for the life of the process
+_FAILED: Dict[str, str] = {}
 
 
 class HubUnavailableError(RuntimeError):
-    """The model hub can not be reached (offline, blocked, too slow); the message says what to do instead."""
+    """The released file can not be had (offline, blocked, too slow, refused by the converter).
+    ``reason`` is the short cause; the message adds what to do instead."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(f"{reason}; {MANUAL}")
+
+
+def forget_failures() -> None:
+    """Forget remembered failures, so that the next call tries the network again."""
+    _FAILED.clear()
 
 
 def _truthy(name: str) -> bool:
@@ -62,44 +81,75 @@ def endpoint_reachable(url: str, timeout: float) -> Optional[str]:
     return result.get("error", f"no answer from {urlparse(url).netloc} within {timeout:g} s")
 
 
-TIMEOUT_ENV = "AUTOGLUON_MAYA_HUB_TIMEOUT"
+def converted_path() -> Path:
+    """Where the converted released checkpoint lives (``$AUTOGLUON_MAYA_CACHE`` moves it)."""
+    from .released import cache_dir
+
+    return cache_dir() / "tabswift" / "hub" / Path(FILENAME).stem
 
 
-def fetch_released(timeout: Optional[float] = None) -> Path:
-    """Path of the converted released checkpoint, downloading and converting it on first use.
-    ``timeout`` (default ``$AUTOGLUON_MAYA_HUB_TIMEOUT`` or 5 s) bounds the connectivity check and the
-    hub's metadata request."""
-    from .released import cache_dir, convert, is_our_checkpoint
+def locate_released(timeout: Optional[float] = None) -> Tuple[Path, str]:
+    """``(converted checkpoint, how it was had)``, converting on first use.
+
+    Raises ``ImportError`` (no huggingface_hub) or ``HubUnavailableError`` (offline, unreachable, the
+    download or the conversion failed, or one of those happened earlier in this process).  ``timeout``
+    (default ``$AUTOGLUON_MAYA_HUB_TIMEOUT`` or 5 s) bounds the connectivity check and the hub's
+    metadata request."""
+    from .released import ReleasedCheckpointError, convert, is_our_checkpoint
 
     if timeout is None:
         timeout = float(os.environ.get(TIMEOUT_ENV, 5.0))
-
-    target = cache_dir() / "tabswift" / "hub" / Path(FILENAME).stem
+    target = converted_path()
     if is_our_checkpoint(target):
-        return target
+        return target, f"converted copy in {target.parent}"
     try:
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
     except ImportError:
-        raise ImportError(f"checkpoint_path='hub' needs the optional package huggingface_hub "
-                          f"(pip install huggingface_hub); or {MANUAL}") from None
-    from huggingface_hub import constants  # HF_ENDPOINT as read when huggingface_hub was imported
+        raise ImportError(f"the authors' weights from the model hub need the optional package huggingface_hub "
+                          f"(pip install 'autogluon_maya[hub]'); or {MANUAL}") from None
 
+    # huggingface_hub reads HF_ENDPOINT / HF_HUB_OFFLINE when it is first imported
     endpoint = str(getattr(constants, "ENDPOINT", None) or DEFAULT_ENDPOINT).rstrip("/")
-    offline = _truthy("HF_HUB_OFFLINE")
-    if not offline:
-        reason = endpoint_reachable(f"{endpoint}/{REPO_ID}/resolve/main/{FILENAME}", timeout)
-        if reason:
-            raise HubUnavailableError(f"checkpoint_path='hub': the model hub {endpoint} is unreachable ({reason}); "
-                                      f"{MANUAL}")
+    if endpoint in _FAILED:
+        raise HubUnavailableError(f"{_FAILED[endpoint]} (an earlier attempt in this process; not retried)")
+
+    def failed(reason: str) -> HubUnavailableError:
+        _FAILED[endpoint] = reason
+        return HubUnavailableError(reason)
+
+    def converted(src: str, how: str) -> Tuple[Path, str]:
+        try:
+            return convert(src, target), how
+        except ReleasedCheckpointError as err:  # the converter refuses what the hub serves: say which tensor
+            raise failed(f"{REPO_ID}/{FILENAME} ({how}) could not be converted: {err}") from None
+
+    cached = try_to_load_from_cache(REPO_ID, FILENAME)
+    if isinstance(cached, str) and Path(cached).is_file():
+        logger.info(f"TabSwift: {REPO_ID}/{FILENAME} found in the local hub cache; converting it once into {target}")
+        return converted(cached, "found in the local Hugging Face hub cache")
+    if _truthy("HF_HUB_OFFLINE") or bool(getattr(constants, "HF_HUB_OFFLINE", False)):
+        raise HubUnavailableError(f"HF_HUB_OFFLINE is set and {REPO_ID}/{FILENAME} is not in the local "
+                                  f"Hugging Face hub cache")
+    reason = endpoint_reachable(f"{endpoint}/{REPO_ID}/resolve/main/{FILENAME}", timeout)
+    if reason:
+        raise failed(f"the model hub {endpoint} is unreachable ({reason})")
     try:
-        src = hf_hub_download(REPO_ID, FILENAME, local_files_only=offline, etag_timeout=timeout,
-                              endpoint=endpoint)  # the endpoint that answered the probe
-    except Exception as err:  # offline cache miss, HTTP error, timeout: all mean "no file", say why
-        raise HubUnavailableError(f"checkpoint_path='hub': could not get {REPO_ID}/{FILENAME} "
-                                  f"({'HF_HUB_OFFLINE is set and it is not in the local hub cache' if offline else ''}"
-                                  f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); {MANUAL}") from None
+        src = hf_hub_download(REPO_ID, FILENAME, etag_timeout=timeout, endpoint=endpoint)  # the one probed
+    except Exception as err:  # HTTP error, timeout, disk: all mean "no file", say why
+        first = str(err).splitlines()[0] if str(err) else ""
+        raise failed(f"could not download {REPO_ID}/{FILENAME} from {endpoint} ({type(err).__name__}: {first})") \
+            from None
     logger.info(f"TabSwift: downloaded {REPO_ID}/{FILENAME}; converting it once into {target}")
-    return convert(src, target)
+    return converted(src, f"downloaded from {endpoint}")
 
 
-__all__ = ["FILENAME", "HubUnavailableError", "REPO_ID", "endpoint_reachable", "fetch_released"]
+def fetch_released(timeout: Optional[float] = None) -> Path:
+    """``checkpoint_path="hub"``: the converted released checkpoint, or an error saying what to do."""
+    try:
+        return locate_released(timeout)[0]
+    except HubUnavailableError as err:
+        raise HubUnavailableError(f"checkpoint_path='hub': {err.reason}") from None
+
+
+__all__ = ["FILENAME", "HubUnavailableError", "REPO_ID", "converted_path", "endpoint_reachable", "fetch_released",
+           "forget_failures", "locate_released"]

@@ -16,7 +16,6 @@ from that:
 from __future__ import annotations
 
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Dict, Optional
@@ -30,11 +29,14 @@ from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorch
 
 from ..common.ag_model import TorchPluginMixin, param_value
 
-from .defaults import DEFAULT_PARAMS, SHIPPED_CHECKPOINT
+from .defaults import DEFAULT_PARAMS
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 WEIGHTS_NAME = "tabswift_weights"
 TAU_CANDIDATES = (0.99, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5)
+#: set in params_trained when "auto" (or the environment variable) chose the weights: why, for the refit
+#: that loads the same weights by their explicit name (``sources.WeightsChoice.replay``)
+CHOICE_KEY = "checkpoint_chosen"
 
 
 def describe_checkpoint(path) -> str:
@@ -100,13 +102,17 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     def _get_default_stopping_metric(self):
         return self.eval_metric
 
-    def checkpoint_path(self) -> Path:
-        """Our checkpoint to load: the shipped one, or what ``checkpoint_path`` / the environment variable
-        names -- a released ``swift.ckpt`` is converted once (cached), ``"hub"`` downloads it (``released.py``)."""
-        from .released import resolve_checkpoint
+    def weights_choice(self):
+        """The weights to load and why (``sources.choose_weights``): ``"auto"`` (default) = the authors'
+        released weights when they can be had, else the shipped checkpoint; ``"shipped"``/None, ``"hub"``,
+        a path; ``$AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT`` replaces ``"auto"`` and None."""
+        from .sources import choose_weights
 
-        path = self._get_model_params().get("checkpoint_path") or os.environ.get("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT")
-        return resolve_checkpoint(path) if path else SHIPPED_CHECKPOINT
+        return choose_weights(self._get_model_params().get("checkpoint_path"))
+
+    def checkpoint_path(self) -> Path:
+        """Our checkpoint to load (see ``weights_choice``)."""
+        return self.weights_choice().path
 
     # ---- fit ----------------------------------------------------------------------------
     def _fit(self, X: pd.DataFrame, y: pd.Series, X_val: Optional[pd.DataFrame] = None,
@@ -124,34 +130,43 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         if kwargs.get("sample_weight") is not None:  # in-context learning has no loss to weight
             logger.log(30, "\tWarning: TabSwift ignores sample_weight: every context row counts the same")
 
-        path = self.checkpoint_path()
-        network = load_checkpoint(path).to(device)
-        logger.log(20, f"\tTabSwift checkpoint {describe_checkpoint(path)}")
+        choice = self.weights_choice()
+        path = choice.path
+        network = load_checkpoint(path).to(device)  # verifies the sha256 recorded below
+        weights = choice.record()
+        if p.get(CHOICE_KEY):  # a refit (refit_full, refit_folds) repeating the decision of the fit it replaces
+            weights["repeats"] = p[CHOICE_KEY]
+        logger.log(20, f"\tTabSwift weights: {choice.source}, {describe_checkpoint(path)}; sha256 "
+                       f"{weights['sha256'][:16]}...; checkpoint_path={choice.requested!r}: {choice.reason}"
+                       + (f" (repeating: {p[CHOICE_KEY]})" if p.get(CHOICE_KEY) else ""))
+        if choice.replay and choice.replay != p["checkpoint_path"]:
+            # a refit must load the weights its folds were validated with, even if the network came or went
+            # in between: AutoGluon passes params_trained to it as hyperparameters
+            self.params_trained["checkpoint_path"] = choice.replay
+            self.params_trained[CHOICE_KEY] = f"checkpoint_path={choice.requested!r}: {choice.reason}"
         X = self.preprocess(X, is_train=True)
         task = CLASSIFICATION if self.problem_type in (BINARY, MULTICLASS) else REG_TASK
-        tau, no_exit = p["tau"], None
-        if tau is not None and network.n_exit_layers == 0:  # e.g. the authors' released weights
-            no_exit = "the checkpoint has no exit heads"
-            logger.log(20, f"\tTabSwift: early exit off: {no_exit} (tau={tau!r} ignored; the authors' released "
-                           f"weights ship none, stage 3 of autogluon-maya-pretrain trains them)")
-            tau = self.params_trained["tau"] = None
+        tau = p["tau"]
+        has_val = X_val is not None and y_val is not None and len(X_val) > 0
+        # heads are worth training only if early exit can be used: an explicit tau, or "auto" with
+        # validation rows to choose it on
+        wants_exit = tau is not None and (tau != "auto" or has_val)
+        headless = network.n_exit_layers == 0  # e.g. the authors' released weights
         ens = TabSwiftEnsemble(
             network, task, n_estimators=int(p["n_estimators"]), norm_methods=tuple(p["norm_methods"]),
             softmax_temperature=float(p["softmax_temperature"]), max_context_rows=int(p["max_context_rows"]),
             outlier_threshold=float(p["outlier_threshold"]), random_state=seed, chunk_size=int(p["chunk_size"]),
-            tau=None if tau in (None, "auto") else float(tau), cache_max_mb=float(p["cache_max_mb"]),
+            tau=None if tau in (None, "auto") or headless else float(tau), cache_max_mb=float(p["cache_max_mb"]),
             wide_features=str(p.get("wide_features", "select")), pipeline=str(p.get("pipeline", "ours")))
         y_np = np.asarray(y)
         ens.fit(X, y_np.astype(np.int64) if task == CLASSIFICATION else y_np.astype(np.float64),
                 n_classes=self.num_classes if task == CLASSIFICATION else None)
         self.model = ens
         summary: Dict = {"context_rows": len(ens.y_context_), "members": len(ens.members_),
-                         "checkpoint": str(path)}
-        if no_exit:
-            summary["early_exit_off"] = no_exit
-        threads, probe_seconds = self._choose_threads(ens, p, seed, num_cpus, device, summary)
+                         "checkpoint": str(path), "weights": weights}
+        threads, probe_seconds = self._choose_threads(ens, p, seed, num_cpus, device, summary,
+                                                      trains=bool(p["fine_tune"]) or (wants_exit and headless))
 
-        has_val = X_val is not None and y_val is not None and len(X_val) > 0
         if has_val:
             X_val_p = self.preprocess(X_val)
             y_val_np = np.asarray(y_val)
@@ -200,20 +215,25 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             if steps > 0:
                 summary.update(fine_tune(ens, None, steps=steps, eval_every=steps, patience=1, deadline=None,
                                          schedule_steps=p.get("fine_tune_schedule_steps") or steps, **ft_common))
-        fine_tuned = p["fine_tune"] and summary.get("best_step", 0) > 0
-        if fine_tuned and tau is None and network.n_exit_layers:
-            network.drop_exit_heads()
-            summary["exit_heads"] = "dropped"
-            logger.log(20, "\tTabSwift: exit heads dropped: fine-tuning changed the backbone they were trained "
-                           "on and tau=None does not use them (set tau to keep retrained ones)")
-        if fine_tuned and tau is not None and network.n_exit_layers:
-            summary.update(self._refit_exit_heads(ens, p, seed, budget, time_limit, first_step))
-            if summary.get("early_exit_off"):
+        # Exit heads are used only if they were trained on the backbone as it is now: fine-tuning marks them
+        # stale, heads added to a checkpoint without any start stale; training clears the mark, and heads
+        # still stale below are dropped, so neither this fit nor a later tau can exit with them.
+        if wants_exit and headless:
+            network.add_exit_heads()
+            logger.log(20, f"\tTabSwift: the checkpoint has no exit heads (the authors' released weights ship "
+                           f"none): training them on this table with the backbone frozen, for tau={tau!r}")
+        if wants_exit and network.exit_heads_stale:
+            summary.update(self._train_exit_heads(ens, p, seed, budget, time_limit, first_step, fresh=headless))
+            if not network.exit_heads_stale and tau != "auto":
+                ens.tau = float(tau)
+                if has_val:
+                    summary.update(self._check_retrained_tau(ens, score_fn, float(tau), float(p["tau_max_loss"]),
+                                                             budget))
+                self.params_trained["tau"] = ens.tau  # refit_full replays what the check kept
+        if network.exit_heads_stale:
+            summary.update(self._drop_stale_exit_heads(ens, p, tau if wants_exit else None, fresh=headless))
+            if wants_exit:
                 tau = None
-            elif tau != "auto" and has_val:
-                summary.update(self._check_retrained_tau(ens, score_fn, float(tau), float(p["tau_max_loss"]),
-                                                         budget))
-                tau = self.params_trained["tau"] = ens.tau  # refit_full replays what the check kept
         if tau == "auto":
             if has_val and network.n_exit_layers:
                 summary.update(self._choose_tau(ens, score_fn, float(p["tau_max_loss"]), budget))
@@ -223,14 +243,15 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             self.params_trained["tau"] = ens.tau
         self._fit_summary = summary
 
-    def _choose_threads(self, ens, p, seed: int, num_cpus: int, device, summary: Dict) -> tuple:
+    def _choose_threads(self, ens, p, seed: int, num_cpus: int, device, summary: Dict, trains: bool) -> tuple:
         """The fit's torch thread count and one probe episode's forward seconds at that count.
 
         On CPU with more than one core, one thread or all of them, whichever runs a fine-tuning-sized
         episode faster now (``adaptive_threads``): torch's threads spin-wait at every parallel region,
         and with another process on one of 2 cores, 2 threads ran a fine-tuning step in 5-9 s where
         1 thread took 0.3-0.5 s, and a 500-row prediction in 1.7 s instead of 0.26 s.  The count is
-        kept for the fit and for predict (``_get_child_num_cpus``)."""
+        kept for the fit and for predict (``_get_child_num_cpus``).  ``trains``: the fit will train
+        something (fine-tuning or exit heads), whose first step is budgeted from the probe."""
         import torch
 
         from ..common.training import faster_thread_count
@@ -239,7 +260,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         threads, probe_seconds = max(1, int(num_cpus or 1)), 0.0
         self._fit_threads = summary["threads"] = threads
         choose = p["adaptive_threads"] and threads > 1
-        if device.type != "cpu" or len(ens.y_context_) < 2 or not (choose or p["fine_tune"]):
+        if device.type != "cpu" or len(ens.y_context_) < 2 or not (choose or trains):
             return threads, probe_seconds  # (an episode needs a support and a query row)
         probe = episode_probe(ens, rows=int(p["fine_tune_rows"]), seed=seed)
         if choose:
@@ -248,7 +269,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             summary["thread_probe_seconds"] = times
             logger.log(15, f"\tTabSwift: {threads} torch thread(s) (probe episode: " +
                        ", ".join(f"{n} thread(s) {t * 1000:.0f} ms" for n, t in times.items()) + ")")
-        elif p["fine_tune"]:
+        elif trains:
             t0 = time.perf_counter()
             probe()
             probe_seconds = time.perf_counter() - t0
@@ -259,9 +280,9 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     def _get_child_num_cpus(self) -> Optional[int]:
         return getattr(self, "_fit_threads", None) or super()._get_child_num_cpus()
 
-    def _refit_exit_heads(self, ens, p, seed: int, budget, time_limit, first_step: float) -> Dict:
-        """Fine-tuning moved the backbone: retrain the exit and per-layer heads on it (backbone frozen),
-        or, when that is not possible, turn early exit off and say why."""
+    def _train_exit_heads(self, ens, p, seed: int, budget, time_limit, first_step: float, fresh: bool) -> Dict:
+        """Train the exit and per-layer heads on the backbone as it is now (frozen): after fine-tuning moved
+        it, or on heads just added to a checkpoint without any (``fresh``).  Until 85 % of the time limit."""
         from .finetune import retrain_exit_heads
 
         steps = int(p["fine_tune_exit_steps"])
@@ -269,17 +290,35 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         result = retrain_exit_heads(ens, steps, episodes_per_step=int(p["fine_tune_episodes_per_step"]),
                                     rows=int(p["fine_tune_rows"]), seed=seed, deadline=deadline,
                                     first_step_seconds=first_step)
-        if result["exit_retrain_steps"] == 0:
-            reason = "fine_tune_exit_steps=0" if steps < 1 else "the time limit left no time to retrain them"
-            logger.log(20, f"\tTabSwift: early exit turned off: fine-tuning changed the backbone and the exit "
-                           f"heads, calibrated on the pretrained one, were not retrained ({reason})")
-            ens.tau = None
-            self.params_trained["tau"] = None
-            result["early_exit_off"] = reason
-        else:
-            logger.log(20, f"\tTabSwift: exit heads retrained on the fine-tuned backbone "
-                           f"({result['exit_retrain_steps']} steps, {result['exit_retrain_seconds']:.1f} s)")
+        if result["exit_retrain_steps"]:
+            what = "trained on this table" if fresh else "retrained on the fine-tuned backbone"
+            logger.log(20, f"\tTabSwift: exit heads {what} ({result['exit_retrain_steps']} steps, "
+                           f"{result['exit_retrain_seconds']:.1f} s)")
+            if fresh:
+                result["exit_heads"] = "trained on this table"
         return result
+
+    def _drop_stale_exit_heads(self, ens, p, tau, fresh: bool) -> Dict:
+        """Drop heads that were not trained on the current backbone; with ``tau`` (the early exit this fit
+        wanted, None if it wanted none), say why early exit is off."""
+        ens.network.drop_exit_heads()
+        ens.tau = None
+        if tau is None:
+            logger.log(20, "\tTabSwift: exit heads dropped: fine-tuning changed the backbone they were trained "
+                           "on and this fit does not use early exit (set tau to keep retrained ones)")
+            return {"exit_heads": "dropped"}
+        cause = "fine_tune_exit_steps=0" if int(p["fine_tune_exit_steps"]) < 1 else \
+            f"the time limit left no time to {'train' if fresh else 'retrain'} them"
+        if fresh:
+            cause = f"the checkpoint has no exit heads and {cause}"
+            context = "the checkpoint has no exit heads and none were trained on this table"
+        else:
+            context = ("fine-tuning changed the backbone and the exit heads, calibrated on the pretrained one, "
+                       "were not retrained")
+        logger.log(20, f"\tTabSwift: early exit turned off (tau={tau!r} not used): {context} ({cause}); "
+                       f"the heads were dropped")
+        self.params_trained["tau"] = None
+        return {"exit_heads": "dropped", "early_exit_off": cause}
 
     def _check_retrained_tau(self, ens, score_fn, tau: float, max_loss: float, budget) -> Dict:
         """An explicit τ after fine-tuning: keep it only if validation shows the retrained exit heads lose at
@@ -337,6 +376,19 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         logger.log(20, f"\tTabSwift: tau={chosen} chosen on validation (mean exit layer {depth:.2f} of "
                        f"{ens.network.config.n_layers}; score {base:.4f} without early exit)")
         return {"tau": chosen, "tau_mean_exit_layer": depth, "tau_table": table, "val_score_no_exit": base}
+
+    def get_info(self, include_feature_metadata: bool = True) -> dict:
+        """AutoGluon's model info, plus which weights this fit loaded (``tabswift_weights``: source
+        released/shipped/path, file, sha256, the reason) and what became of early exit
+        (``tabswift_early_exit``: the τ in use, what happened to the exit heads, why it is off)."""
+        info = super().get_info(include_feature_metadata=include_feature_metadata)
+        summary = getattr(self, "_fit_summary", None) or {}
+        if "weights" in summary:
+            info["tabswift_weights"] = dict(summary["weights"])
+        if self.model is not None:
+            info["tabswift_early_exit"] = {"tau": self.model.tau, "exit_heads": summary.get("exit_heads"),
+                                           "early_exit_off": summary.get("early_exit_off")}
+        return info
 
     # ---- predict ------------------------------------------------------------------------
     def _ensemble_proba(self, X: pd.DataFrame) -> np.ndarray:

@@ -56,8 +56,8 @@ def _fit(tmp_path, hp, seed=1):
     X, y = _regression_frame(400, seed)
     model = TabSwiftModel(path=str(tmp_path / "m"), name="ts", problem_type="regression",
                           eval_metric="root_mean_squared_error",
-                          hyperparameters={"n_estimators": 2, "max_context_rows": 256, "fine_tune": True,
-                                           "fine_tune_eval_every": 3, "fine_tune_rows": 128,
+                          hyperparameters={"checkpoint_path": "shipped", "n_estimators": 2, "max_context_rows": 256,
+                                           "fine_tune": True, "fine_tune_eval_every": 3, "fine_tune_rows": 128,
                                            "fine_tune_episodes_per_step": 2, "fine_tune_lr": 3e-4, **hp})
     fit_on_cores(model, 1, X=X.iloc[:250], y=y.iloc[:250], X_val=X.iloc[250:], y_val=y.iloc[250:])
     return model, X.iloc[250:], y.iloc[250:]
@@ -137,9 +137,50 @@ def test_no_exit_head_retraining_turns_early_exit_off_with_a_reason(tmp_path):
     assert model._fit_summary["best_step"] > 0
     assert model.model.tau is None and model.params_trained["tau"] is None
     assert model._fit_summary["early_exit_off"] == "fine_tune_exit_steps=0"
+    assert model.get_info()["tabswift_early_exit"] == {"tau": None, "exit_heads": "dropped",
+                                                       "early_exit_off": "fine_tune_exit_steps=0"}
     assert any("early exit turned off" in r.getMessage() for r in records)
     model.predict(X_val)
     assert model.model.last_mean_exit_layer == model.model.network.config.n_layers  # nobody exits
+
+
+def test_heads_not_retrained_after_fine_tuning_can_not_be_used_later(tmp_path):
+    """The heads the fine-tuned backbone was not retrained for are gone, in memory and on disk: a tau set
+    after the fit is refused with the cause, instead of exits decided by heads of the pretrained backbone
+    (which a fit with fine_tune_exit_steps=0 used to leave in the saved network)."""
+    model, X_val, _ = _fit(tmp_path, {"fine_tune_steps": 3, "fine_tune_exit_steps": 0, "tau": 0.5})
+    assert model._fit_summary["best_step"] > 0
+    net = model.model.network
+    assert net.n_exit_layers == 0 and not net.config.early_exit
+    model.model.tau = 0.5
+    with pytest.raises(ValueError, match="early_exit=False"):
+        model.predict(X_val)
+    model.model.tau = None
+    model.save()
+    loaded = TabSwiftModel.load(model.path)
+    assert not any(k.startswith(HEADS) for k in loaded.model.network.state_dict())
+    loaded.model.tau = 0.5
+    with pytest.raises(ValueError, match="early_exit=False"):
+        loaded.predict(X_val)
+
+
+def test_fine_tuning_marks_the_exit_heads_stale_until_they_are_retrained(one_torch_thread_seeded):
+    """Below the AutoGluon model: once fine-tuning changed the backbone, the engine refuses to exit with
+    the heads of the pretrained one; one retraining step makes them this backbone's heads again."""
+    from autogluon_maya.tabswift.finetune import fine_tune
+
+    X, y = _frame(120)
+    ens = TabSwiftEnsemble(load_checkpoint(SHIPPED_CHECKPOINT), CLASSIFICATION, n_estimators=1).fit(
+        X.iloc[:100], y.to_numpy()[:100], n_classes=2)
+    ens.tau = 0.9
+    ens.predict_proba(X.iloc[100:])  # the pretrained heads belong to the pretrained backbone
+    fine_tune(ens, None, steps=1, lr=1e-4, episodes_per_step=1, rows=48, eval_every=1, patience=1, seed=0)
+    assert ens.network.exit_heads_stale
+    with pytest.raises(ValueError, match="not trained on this network's backbone"):
+        ens.predict_proba(X.iloc[100:])
+    assert retrain_exit_heads(ens, steps=1, episodes_per_step=1, rows=48, seed=0)["exit_retrain_steps"] == 1
+    assert not ens.network.exit_heads_stale
+    ens.predict_proba(X.iloc[100:])
 
 
 def test_fine_tuning_without_tau_drops_the_exit_heads_it_would_leave_stale(tmp_path):

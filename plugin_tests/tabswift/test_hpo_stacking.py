@@ -13,7 +13,9 @@ from autogluon.tabular import TabularPredictor
 
 import autogluon_maya  # noqa: F401  (registers the keys)
 
-TINY_TABSWIFT = {"n_estimators": 1, "max_context_rows": 256}
+# the shipped weights, explicitly: the default ("auto") would take the authors' released ones on a machine
+# that has them or can download them -- another network, another speed
+TINY_TABSWIFT = {"n_estimators": 1, "max_context_rows": 256, "checkpoint_path": "shipped"}
 TINY_MAYA = {"max_epochs": 2, "hidden_size": 16, "num_heads": 2}
 
 
@@ -30,7 +32,7 @@ def test_two_trial_ray_hpo_of_tabswift_returns_distinct_configs():
     # a continuous dimension makes two equal random draws (practically) impossible; the others are
     # TabSwift's own knobs at tiny sizes
     hp = {"n_estimators": space.Categorical(1, 2), "max_context_rows": space.Int(48, 128, default=96),
-          "softmax_temperature": space.Real(0.5, 1.5, default=0.9)}
+          "softmax_temperature": space.Real(0.5, 1.5, default=0.9), "checkpoint_path": "shipped"}
     pred = TabularPredictor(label="target", path="ag", verbosity=0).fit(
         train, hyperparameters={"TABSWIFT": hp}, fit_weighted_ensemble=False, time_limit=150, num_cpus=1,
         num_gpus=0, hyperparameter_tune_kwargs={"num_trials": 2, "scheduler": "local", "searcher": "random"})

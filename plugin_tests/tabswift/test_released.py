@@ -32,6 +32,36 @@ from autogluon_maya.tabswift.weights import load_checkpoint, read_checkpoint_inf
 from plugin_tests.conftest import tabswift_authors
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
+CLOSED_PORT = "http://127.0.0.1:9"  # nothing listens there: any network use fails at once
+
+
+@pytest.fixture(autouse=True)
+def _no_remembered_hub_failures():
+    """Failed hub attempts are remembered for the process; every test starts and ends without any."""
+    from autogluon_maya.tabswift.hub import forget_failures
+
+    forget_failures()
+    yield
+    forget_failures()
+
+
+@pytest.fixture
+def nothing_cached(tmp_path, monkeypatch):
+    """checkpoint_path="auto" on a machine with nothing to find: our cache and the hub's local cache empty,
+    $AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT and HF_HUB_OFFLINE unset, the hub a closed local port.  Returns the
+    hub's local cache folder."""
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("AUTOGLUON_MAYA_HUB_TIMEOUT", "2")
+    # huggingface_hub reads these when it is first imported: set what it derived
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    monkeypatch.setattr(constants, "ENDPOINT", CLOSED_PORT)
+    return tmp_path / "hf" / "hub"
 
 #: the released config dict (the authors' released configuration), incl. the inert TabICL leftovers
 RELEASED_CONFIG = {"max_classes": 10, "max_dim": 100, "embed_dim": 192, "proj_dim": 100, "col_num_blocks": 3,
@@ -273,29 +303,73 @@ def test_released_weights_predict_through_autogluon(tmp_path, monkeypatch):
     assert np.allclose(p2.predict_proba(df.iloc[120:]).to_numpy(), proba.to_numpy())
 
 
+def _logged_fit(caplog, path, train, tuning, hp, **fit_kw):
+    """A TabularPredictor fit at verbosity 2 whose log lines land in ``caplog``."""
+    from autogluon.tabular import TabularPredictor
+
+    ag_logger = logging.getLogger("autogluon")  # does not propagate to the root logger caplog listens on
+    ag_logger.addHandler(caplog.handler)
+    try:
+        with caplog.at_level(logging.INFO, logger="autogluon"):
+            return TabularPredictor(label="y", path=str(path), verbosity=2).fit(
+                train, tuning_data=tuning, hyperparameters={"TABSWIFT": hp}, raise_on_model_failure=True,
+                num_cpus=1, **fit_kw)
+    finally:
+        ag_logger.removeHandler(caplog.handler)
+
+
+@pytest.mark.parametrize("tau", [0.05, "auto"])
+def test_tau_on_released_weights_trains_exit_heads_on_the_table(tmp_path, monkeypatch, caplog, tau):
+    """The release has no exit heads: with tau set the fit adds fresh ones and trains them on the user's rows
+    with the backbone frozen (the released weights stay exactly as converted), then uses them -- an explicit
+    tau is checked on validation (tau_max_loss=1 accepts any loss here, so it is kept), "auto" chooses among
+    the candidates (all accepted: the lowest, 0.5, wins)."""
+    monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
+    src = write_authors_ckpt(tmp_path / "swift.ckpt")
+    df = _binary_frame(160)
+    hp = {"n_estimators": 1, "checkpoint_path": str(src), "tau": tau, "tau_max_loss": 1.0,
+          "fine_tune_exit_steps": 3, "fine_tune_episodes_per_step": 1, "fine_tune_rows": 64}
+    predictor = _logged_fit(caplog, tmp_path / "ag", df.iloc[:90], df.iloc[90:120], hp)
+    assert "training them on this table with the backbone frozen" in caplog.text
+    assert "exit heads trained on this table (3 steps" in caplog.text
+    model = predictor._trainer.load_model("TabSwift")  # what was saved: the trained heads came back with it
+    s = model._fit_summary
+    assert s["exit_retrain_steps"] == 3 and s["exit_heads"] == "trained on this table"
+    assert "early_exit_off" not in s
+    net = model.model.network
+    assert net.n_exit_layers == SMALL_CONFIG["icl_num_blocks"] - 1 and not net.exit_heads_stale
+    released_state = load_checkpoint(resolve_checkpoint(src)).state_dict()
+    assert all(torch.equal(v, net.state_dict()[k]) for k, v in released_state.items()), "the backbone changed"
+    expected_tau = 0.05 if tau == 0.05 else 0.5
+    assert model.model.tau == expected_tau and model.params_trained["tau"] == expected_tau
+    assert model.get_info()["tabswift_early_exit"]["tau"] == expected_tau
+    if tau == "auto":
+        assert [row[0] for row in s["tau_table"]][-1] == 0.5  # chosen on validation, every candidate tried
+    else:  # the heads decide exits: at tau=0.05 queries leave after block 1 of 2
+        model.predict_proba(predictor.transform_features(df.iloc[120:].drop(columns="y")))
+        assert model.model.last_mean_exit_layer < SMALL_CONFIG["icl_num_blocks"]
+
+
 @pytest.mark.parametrize("tau", [0.9, "auto"])
-def test_tau_with_released_weights_turns_early_exit_off_and_says_why(tmp_path, monkeypatch, caplog, tau):
-    """The release has no exit heads: a requested τ can not exit anywhere.  The fit runs without early exit
-    (predictions equal those without τ) and logs why, instead of failing in predict."""
+def test_tau_on_released_weights_without_exit_head_training_declines_and_says_why(tmp_path, monkeypatch, caplog,
+                                                                                  tau):
+    """fine_tune_exit_steps=0 (the same path as a time limit that leaves no time to train them): the fit runs
+    without early exit -- predictions equal those without tau, no heads are saved -- and the log and the
+    model's info say why."""
     from autogluon.tabular import TabularPredictor
 
     monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
     src = write_authors_ckpt(tmp_path / "swift.ckpt")
     df = _binary_frame(120)
     hp = {"n_estimators": 1, "checkpoint_path": str(src)}
-    ag_logger = logging.getLogger("autogluon")  # does not propagate to the root logger caplog listens on
-    ag_logger.addHandler(caplog.handler)
-    try:
-        with caplog.at_level(logging.INFO, logger="autogluon"):
-            predictor = TabularPredictor(label="y", path=str(tmp_path / "ag"), verbosity=2).fit(
-                df.iloc[:90], tuning_data=df.iloc[90:105], hyperparameters={"TABSWIFT": {**hp, "tau": tau}},
-                raise_on_model_failure=True, num_cpus=1)
-    finally:
-        ag_logger.removeHandler(caplog.handler)
-    assert "early exit off: the checkpoint has no exit heads" in caplog.text
+    predictor = _logged_fit(caplog, tmp_path / "ag", df.iloc[:90], df.iloc[90:105],
+                            {**hp, "tau": tau, "fine_tune_exit_steps": 0})
+    reason = "the checkpoint has no exit heads and fine_tune_exit_steps=0"
+    assert f"early exit turned off (tau={tau!r} not used)" in caplog.text and reason in caplog.text
     model = predictor._trainer.load_model("TabSwift")
     assert model.model.tau is None and model.params_trained["tau"] is None
-    assert "no exit heads" in model._fit_summary["early_exit_off"]
+    assert model.get_info()["tabswift_early_exit"] == {"tau": None, "exit_heads": "dropped", "early_exit_off": reason}
+    assert model.model.network.n_exit_layers == 0
     plain = TabularPredictor(label="y", path=str(tmp_path / "plain"), verbosity=0).fit(
         df.iloc[:90], tuning_data=df.iloc[90:105], hyperparameters={"TABSWIFT": hp}, raise_on_model_failure=True,
         num_cpus=1)
@@ -395,6 +469,139 @@ def test_hub_uses_the_converted_copy_without_network(tmp_path, monkeypatch):
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # unreachable: any network use would fail
     target = convert(write_authors_ckpt(tmp_path / "swift.ckpt"), tmp_path / "cache" / "tabswift" / "hub" / "swift")
     assert resolve_checkpoint("hub") == target
+
+
+# ---- checkpoint_path="auto" (the default) --------------------------------------------------------------------------
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("case", ["HF_HUB_OFFLINE", "closed_port", "no_huggingface_hub"])
+def test_auto_falls_back_to_the_shipped_weights_within_seconds(nothing_cached, monkeypatch, case):
+    import sys
+
+    from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
+    from autogluon_maya.tabswift.sources import choose_weights
+
+    expected = {"HF_HUB_OFFLINE": "HF_HUB_OFFLINE is set and LAMDA-Tabular/TabSwift/swift.ckpt is not in the local",
+                "closed_port": f"the model hub {CLOSED_PORT} is unreachable (",
+                "no_huggingface_hub": "huggingface_hub is not installed"}[case]
+    if case == "HF_HUB_OFFLINE":
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    elif case == "no_huggingface_hub":
+        monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # `import huggingface_hub` fails as if absent
+    t0 = time.time()
+    choice = choose_weights("auto")
+    assert time.time() - t0 < 5
+    assert (choice.path, choice.source, choice.fallback) == (SHIPPED_CHECKPOINT, "shipped", True)
+    assert choice.reason.startswith("the authors' released weights are not available (") and expected in choice.reason
+    record = choice.record()
+    assert record["sha256"] == _sha256(SHIPPED_CHECKPOINT.with_suffix(".safetensors"))
+    assert (record["source"], record["requested"]) == ("shipped", "auto")
+
+
+class DeadHub:
+    """A local port that accepts connections, counts them and hangs up without answering: a hub that is
+    there but does not serve (the probe fails at once, and every attempt is seen)."""
+
+    def __init__(self):
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.connections = 0
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:  # closed
+                return
+            self.connections += 1
+            conn.close()
+
+    def close(self):
+        import socket
+
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
+        except OSError:
+            pass
+        self.sock.close()
+        self.thread.join(5)
+
+
+def test_bagged_auto_fit_asks_the_hub_once_and_records_the_shipped_weights(nothing_cached, monkeypatch, caplog,
+                                                                          tmp_path):
+    """A 2-fold bag fits three models (two folds, then refit_folds' model on all rows): the first asks the hub,
+    the second remembers the failure, the third loads what the folds loaded by name.  The log says which
+    weights and why; the kept model's info records source, sha256 and the decision it repeats."""
+    from huggingface_hub import constants
+
+    from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
+
+    hub = DeadHub()
+    monkeypatch.setattr(constants, "ENDPOINT", hub.url)
+    df = _binary_frame(160)
+    try:
+        predictor = _logged_fit(caplog, tmp_path / "ag", df, None, {"n_estimators": 1, "max_context_rows": 64},
+                                num_bag_folds=2)
+    finally:
+        hub.close()
+    assert hub.connections == 1
+    unreachable = f"checkpoint_path='auto': the authors' released weights are not available (the model hub {hub.url} " \
+                  f"is unreachable ("
+    assert caplog.text.count("TabSwift weights: shipped") == 3
+    assert caplog.text.count(unreachable) == 3  # the first fold, the second (remembered), the refit (repeating)
+    assert "(an earlier attempt in this process; not retried)" in caplog.text
+    children = predictor.model_info("TabSwift_BAG_L1")["children_info"]
+    (child,) = children.values()
+    weights = child["tabswift_weights"]
+    assert weights["source"] == "shipped" and weights["requested"] == "shipped"
+    assert weights["sha256"] == _sha256(SHIPPED_CHECKPOINT.with_suffix(".safetensors"))
+    assert weights["repeats"].startswith(unreachable)
+    assert child["hyperparameters"]["checkpoint_path"] == "shipped"  # given to it by name
+
+
+def test_auto_uses_the_released_weights_in_the_local_hub_cache(nothing_cached, monkeypatch, caplog, tmp_path):
+    """The hub's local cache holds swift.ckpt (a stand-in written by the authors' module); the hub itself is a
+    closed port and HF_HUB_OFFLINE is not set, so the cache must be read before any network use.  "auto"
+    converts and uses it, says so, and records both digests; afterwards the converted copy is used."""
+    from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
+    from autogluon_maya.tabswift.hub import FILENAME, REPO_ID
+    from autogluon_maya.tabswift.sources import choose_weights
+
+    src = write_authors_ckpt(tmp_path / "swift.ckpt", seed=5)
+    _prefill_hub_cache(nothing_cached, src, REPO_ID, FILENAME)
+    df = _binary_frame(120)
+    predictor = _logged_fit(caplog, tmp_path / "ag", df.iloc[:90], df.iloc[90:], {"n_estimators": 1})
+    assert ("TabSwift weights: released" in caplog.text and "checkpoint_path='auto': the authors' released weights: "
+            "found in the local Hugging Face hub cache" in caplog.text)
+    model = predictor._trainer.load_model("TabSwift")
+    converted = tmp_path / "cache" / "tabswift" / "hub" / "swift"
+    weights = model.get_info()["tabswift_weights"]
+    assert (weights["source"], weights["requested"]) == ("released", "auto")
+    assert weights["sha256"] == _sha256(converted.with_suffix(".safetensors"))
+    assert weights["converted_from"] == {"file": "swift.ckpt", "sha256": _sha256(src)}
+    assert model.params_trained["checkpoint_path"] == "hub"  # a refit loads the same weights
+    expected = authors_module(SMALL_CONFIG, seed=5).state_dict()
+    assert torch.equal(model.model.network.blocks[0].gate.weight,
+                       expected["icl_predictor.tf_icl.blocks.0.attn.attn_gate.weight"])
+
+    again = choose_weights("auto")
+    assert (again.path, again.source) == (converted, "released") and "converted copy in" in again.reason
+    # the explicit choices stay explicit; None is the shipped checkpoint
+    assert choose_weights("shipped").path == SHIPPED_CHECKPOINT == choose_weights(None).path
+    assert choose_weights("hub").path == converted
+    # the environment variable replaces "auto" and None, not an explicit choice
+    monkeypatch.setenv("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", "shipped")
+    assert choose_weights("auto").path == SHIPPED_CHECKPOINT == choose_weights(None).path
+    assert choose_weights("hub").path == converted
 
 
 # ---- early exit on the released backbone (stage 3) --------------------------------------------------------------

@@ -1,0 +1,98 @@
+"""Which weights a TabSwift fit loads (``checkpoint_path``), and why.
+
+=================  ===========================================================================
+value              weights
+=================  ===========================================================================
+``"auto"``         the authors' released weights (``LAMDA-Tabular/TabSwift`` ``swift.ckpt``) when
+(default)          they can be had -- converted in our cache, in the local Hugging Face hub cache,
+                   or downloadable now (``hub.locate_released``) -- else the shipped checkpoint
+``"shipped"``      the checkpoint inside the package (``defaults.SHIPPED_CHECKPOINT``)
+``None``           the shipped checkpoint: what ``None`` meant before ``"auto"`` existed, so a
+                   hyperparameter dict saved from an older model still names the same weights
+``"hub"``          the released weights, or an error (``hub.fetch_released``)
+a path             one of our checkpoints, a folder holding one, or a released-format file
+=================  ===========================================================================
+
+``$AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT`` (any of the values above) replaces ``"auto"`` and ``None``;
+an explicit ``"shipped"``, ``"hub"`` or path wins over it.
+
+Why "auto" falls back instead of failing: it is the default, so a machine without network access or
+without ``huggingface_hub`` must still get a working model -- with the reason logged and recorded in
+the model's info (``WeightsChoice.record``), never silently.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+from .defaults import SHIPPED_CHECKPOINT
+
+ENV = "AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT"
+AUTO, SHIPPED, HUB = "auto", "shipped", "hub"
+#: what ``WeightsChoice.source`` can be
+RELEASED_SOURCE, SHIPPED_SOURCE, PATH_SOURCE = "released", "shipped", "path"
+
+
+@dataclass
+class WeightsChoice:
+    path: Path
+    source: str       # RELEASED_SOURCE, SHIPPED_SOURCE or PATH_SOURCE
+    requested: str    # what was asked for, e.g. "auto" or "$AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT=hub"
+    reason: str       # why these weights
+    #: the value that names the same weights again without a new decision (a refit must not land on
+    #: other weights than its folds because the network came back in between)
+    replay: Optional[str] = None
+    fallback: bool = False  # "auto" wanted the released weights and could not have them
+
+    def record(self) -> Dict[str, Any]:
+        """What the model's info keeps: source, file, sha256 (verified when the weights were loaded), why."""
+        from .weights import checkpoint_paths, read_checkpoint_info
+
+        meta = read_checkpoint_info(self.path)
+        out = {"source": self.source, "requested": self.requested, "reason": self.reason,
+               "file": str(checkpoint_paths(self.path)[0]), "sha256": meta["sha256"]}
+        released = meta.get("metadata", {}).get("source", {})
+        if released.get("sha256"):  # converted from a released-format file: that file's digest too
+            out["converted_from"] = {"file": released.get("file"), "sha256": released["sha256"]}
+        return out
+
+
+def _released_or_shipped(requested: str) -> WeightsChoice:
+    from .hub import HubUnavailableError, locate_released
+
+    try:
+        path, how = locate_released()
+    except ImportError:
+        reason = "huggingface_hub is not installed (pip install 'autogluon_maya[hub]')"
+    except HubUnavailableError as err:
+        reason = err.reason
+    else:
+        return WeightsChoice(path, RELEASED_SOURCE, requested, f"the authors' released weights: {how}", replay=HUB)
+    return WeightsChoice(SHIPPED_CHECKPOINT, SHIPPED_SOURCE, requested,
+                         f"the authors' released weights are not available ({reason})", replay=SHIPPED, fallback=True)
+
+
+def choose_weights(requested: Any) -> WeightsChoice:
+    """Resolve a ``checkpoint_path`` value (see the module docstring) to the weights to load."""
+    from .hub import fetch_released
+    from .released import resolve_checkpoint
+
+    label = "None" if requested is None else str(requested)
+    env = os.environ.get(ENV, "").strip()
+    if (requested is None or label == AUTO) and env:
+        requested, label = env, f"${ENV}={env}"
+    value = SHIPPED if requested is None else str(requested)
+    if value == AUTO:
+        return _released_or_shipped(label)
+    if value == SHIPPED:
+        return WeightsChoice(SHIPPED_CHECKPOINT, SHIPPED_SOURCE, label, "the checkpoint shipped in the package",
+                             replay=SHIPPED)
+    if value == HUB:
+        return WeightsChoice(fetch_released(), RELEASED_SOURCE, label, "the authors' released weights", replay=HUB)
+    return WeightsChoice(resolve_checkpoint(requested), PATH_SOURCE, label, "a checkpoint named by path")
+
+
+__all__ = ["AUTO", "ENV", "HUB", "SHIPPED", "WeightsChoice", "choose_weights"]

@@ -27,7 +27,8 @@ final norm + heads        one LayerNorm, then 192-384-10 (cls) or      one ``hea
                           192-384-1 (reg) GELU MLPs                    same MLPs
 early exit                not released                                 per-layer + exit heads, trained
                                                                       by stage 3 on the converted
-                                                                      backbone
+                                                                      backbone, or by a fit with tau
+                                                                      set, on its own rows
 ========================  ==========================================  ==============================
 
 Regression targets: the released sklearn wrapper feeds raw y (its standardization is commented out,

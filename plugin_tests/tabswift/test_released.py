@@ -539,8 +539,9 @@ class DeadHub:
 def test_bagged_auto_fit_asks_the_hub_once_and_records_the_shipped_weights(nothing_cached, monkeypatch, caplog,
                                                                           tmp_path):
     """A 2-fold bag fits three models (two folds, then refit_folds' model on all rows): the first asks the hub,
-    the second remembers the failure, the third loads what the folds loaded by name.  The log says which
-    weights and why; the kept model's info records source, sha256 and the decision it repeats."""
+    the second remembers the failure, the third loads what the folds loaded by name, and so does refit_full's
+    model after it.  The log says which weights and why; the kept models' info records source, sha256 and the
+    decision they repeat."""
     from huggingface_hub import constants
 
     from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
@@ -551,6 +552,7 @@ def test_bagged_auto_fit_asks_the_hub_once_and_records_the_shipped_weights(nothi
     try:
         predictor = _logged_fit(caplog, tmp_path / "ag", df, None, {"n_estimators": 1, "max_context_rows": 64},
                                 num_bag_folds=2)
+        predictor.refit_full()  # one more model, from the kept one's hyperparameters and params_trained
     finally:
         hub.close()
     assert hub.connections == 1
@@ -566,6 +568,9 @@ def test_bagged_auto_fit_asks_the_hub_once_and_records_the_shipped_weights(nothi
     assert weights["sha256"] == _sha256(SHIPPED_CHECKPOINT.with_suffix(".safetensors"))
     assert weights["repeats"].startswith(unreachable)
     assert child["hyperparameters"]["checkpoint_path"] == "shipped"  # given to it by name
+    (full,) = predictor.model_info("TabSwift_BAG_L1_FULL")["children_info"].values()
+    assert full["hyperparameters"]["checkpoint_path"] == "shipped"  # and passed on by name
+    assert full["tabswift_weights"]["repeats"].startswith(unreachable)
 
 
 def test_auto_uses_the_released_weights_in_the_local_hub_cache(nothing_cached, monkeypatch, caplog, tmp_path):

@@ -80,6 +80,8 @@ def choose_weights(requested: Any) -> WeightsChoice:
     from .hub import fetch_released
     from .released import resolve_checkpoint
 
+    if isinstance(requested, str) and not requested.strip():
+        requested = None  # an empty value, as an unset environment variable reads
     label = "None" if requested is None else str(requested)
     env = os.environ.get(ENV, "").strip()
     if (requested is None or label == AUTO) and env:

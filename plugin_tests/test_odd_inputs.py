@@ -10,9 +10,8 @@ the model) rather than in a crash inside the model.
 
 from __future__ import annotations
 
-import threading
 import time
-from pathlib import Path
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -20,7 +19,7 @@ import pytest
 from autogluon.core.utils.exceptions import NoValidFeatures
 
 from autogluon_maya import MayaModel, TabSwiftModel
-from plugin_tests.resources import fit_on_cores
+from plugin_tests.resources import fit_memory_in_fresh_process, fit_on_cores, memory_report
 
 MAYA_TINY = {"max_epochs": 15, "hidden_size": 16, "num_heads": 2, "num_layers": 1, "batch_size": 64}
 TABSWIFT_TINY = {"n_estimators": 1, "max_context_rows": 256}
@@ -132,104 +131,46 @@ def test_targets_of_scale_1e9(cls, tmp_path):
     assert np.corrcoef(pred_big, big.iloc[400:])[0, 1] > 0.75
 
 
-def _vm_hwm():
-    """This process's peak resident memory in bytes (VmHWM of /proc/self/status), or None."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+@lru_cache(maxsize=None)
+def _wide_fit_memory(cls_name: str) -> dict:
+    """The 520-feature fit's peak memory and the model's estimate, measured once per model class (two tests
+    read the TabSwift measurement)."""
+    X, y = _wide(360, 7)
+    if cls_name == "MayaModel":
+        hp, fit_hp = {**MAYA_TINY, "max_epochs": 2, "patience": None, "batch_size": 32, "parallel_members": 1}, \
+            {"ag.max_features": 1000}
+    else:
+        hp, fit_hp = TABSWIFT_TINY, {}
+    return fit_memory_in_fresh_process(cls_name, X.iloc[:300], y.iloc[:300], X.iloc[300:], hp, fit_hp=fit_hp)
 
 
-class _PeakRss:
-    """Peak resident memory of this process while the block runs: the kernel's own high-water mark (VmHWM,
-    reset at the start through /proc/self/clear_refs) where Linux offers it, else sampled every 20 ms (which
-    can miss a short peak)."""
-
-    def __enter__(self):
-        import psutil
-
-        self._proc, self._stop = psutil.Process(), threading.Event()
-        self.start = self.peak = self._proc.memory_info().rss
-        try:
-            Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS
-            hwm = _vm_hwm()
-            self._hwm = hwm is not None and hwm - self.start < 2**20  # trusted only if the reset took
-        except OSError:
-            self._hwm = False
-        self._thread = None if self._hwm else threading.Thread(target=self._sample, daemon=True)
-        if self._thread is not None:  # the kernel's mark covers every sample the thread could take
-            self._thread.start()
-        return self
-
-    def _sample(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self._proc.memory_info().rss)
-            time.sleep(0.02)
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        if self._hwm:
-            self.peak = max(self.peak, _vm_hwm())
-
-    @property
-    def increase(self) -> int:
-        return self.peak - self.start
-
-
-@pytest.mark.parametrize("cls", [TabSwiftModel], ids=["TABSWIFT"])
-def test_520_features_fit_within_the_memory_estimate(cls, tmp_path):
+def test_tabswift_520_features_fit_within_its_memory_estimate():
     """520 correlated columns driven by 4 factors: TabSwift projects to F_max=100.  The fit must use no more
     memory than the model's own estimate, which AutoGluon compares with the available memory before fitting."""
-    X, y = _wide(360, 7)
-    estimate = cls._estimate_memory_usage_static(X=X.iloc[:300], hyperparameters=HP[cls], num_classes=2)
-    with _PeakRss() as rss:
-        model = _fit(cls, tmp_path, X.iloc[:300], y.iloc[:300], "binary")
-        proba = model.predict_proba(X.iloc[300:])
-    assert rss.increase <= estimate, f"peak RSS grew {rss.increase / 2**20:.0f} MiB, estimate {estimate / 2**20:.0f} MiB"
+    r = _wide_fit_memory("TabSwiftModel")
+    assert r["increase"] <= r["estimate"], memory_report(r)
+    proba = r["proba"]
     assert np.isfinite(proba).all() and proba.shape == (60,)
-    assert _accuracy(model, X.iloc[300:], y.iloc[300:]) > 0.75
+    _, y = _wide(360, 7)
+    assert float(((proba > 0.5).astype(int) == y.iloc[300:].to_numpy()).mean()) > 0.75
 
 
-MAYA_MEMORY_FIT = """
-import json, sys
-import numpy as np, pandas as pd, torch
-from autogluon_maya import MayaModel
-sys.path.insert(0, {root!r})
-from plugin_tests.test_odd_inputs import _PeakRss, _wide
-X, y = _wide(360, 7)
-hp = json.loads({hp!r})
-estimate = MayaModel._estimate_memory_usage_static(X=X.iloc[:300], hyperparameters=hp, num_classes=2)
-with _PeakRss() as rss:
-    model = MayaModel(path={path!r}, name="m", problem_type="binary",
-                      hyperparameters={{**hp, "ag.max_features": 1000}})
-    model.fit(X=X.iloc[:300], y=y.iloc[:300], num_cpus=1)
-    proba = model.predict_proba(X.iloc[300:])
-print(json.dumps({{"increase": rss.increase, "estimate": estimate, "finite": bool(np.isfinite(proba).all())}}))
-"""
+@pytest.mark.xfail(strict=True, reason=(
+    "TabSwift's estimate is ~12x this fit's peak (measured: +37-46 MiB, estimate 565 MiB): it counts a fixed 500 MB "
+    "and a K/V cache of 8 members x 24 layers x 192 dims, where the shipped checkpoint has 6 x 128 and this fit "
+    "1 member; an overestimate that declines fits that fit and cuts AutoGluon's parallel folds"))
+def test_tabswift_520_features_memory_estimate_is_within_2x_of_the_fit():
+    r = _wide_fit_memory("TabSwiftModel")
+    assert r["estimate"] <= 2 * r["increase"], memory_report(r)
 
 
-def test_maya_520_features_memory_estimate_is_within_2x_of_the_fit(tmp_path):
+def test_maya_520_features_memory_estimate_is_within_2x_of_the_fit():
     """MAYA sees 521 tokens per row.  Its estimate must hold the fit's peak memory and not be more than twice
-    it (an estimate 2x off would decline fits that fit, or fit what does not).  Measured in a fresh process,
-    whose resident memory grows only by what the fit allocates (torch imported first, as AutoGluon has it then:
-    the estimate adds torch's import only where it has not happened)."""
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    hp = {**MAYA_TINY, "max_epochs": 2, "patience": None, "batch_size": 32, "parallel_members": 1}
-    code = MAYA_MEMORY_FIT.format(root=str(Path(__file__).resolve().parent.parent), hp=json.dumps(hp), path=str(tmp_path / "m"))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    r = json.loads(out.stdout.strip().splitlines()[-1])
-    mib = f"peak RSS grew {r['increase'] / 2**20:.0f} MiB, estimate {r['estimate'] / 2**20:.0f} MiB"
-    assert r["increase"] <= r["estimate"] <= 2 * r["increase"], mib
-    assert r["finite"]
+    it (an estimate 2x off would decline fits that fit, or fit what does not).  Measured in a fresh process
+    (``fit_memory_in_fresh_process``; the estimate adds torch's import only where it has not happened)."""
+    r = _wide_fit_memory("MayaModel")
+    assert r["increase"] <= r["estimate"] <= 2 * r["increase"], memory_report(r)
+    assert np.isfinite(r["proba"]).all()
 
 
 def test_maya_declines_520_features_by_default_with_a_clear_error(tmp_path):

@@ -3,7 +3,9 @@
 Each check records its numbers in ``<out>/results.json`` (and a table in ``results.md``):
 
 1. ``maya_bf16``: MAYA fitted on the GPU (bf16 autocast) and on the CPU (fp32), same split and
-   settings: test scores and fit times side by side.
+   settings: test scores and fit times side by side, and for each side the dtypes of the outputs of the
+   linear layers run in training mode (``training_linear_outputs``, counts by dtype): the evidence that
+   the GPU side trained in bf16 and the CPU side in fp32.
 2. ``tabswift_bf16``: TabSwift in the RELEASED size (24 x 192, random weights: the comparison is of
    arithmetic, not of accuracy) predicting the same rows on the GPU (bf16) and the CPU (fp32):
    max |delta| of the probabilities.
@@ -87,6 +89,28 @@ def gpu_side(cpu: bool):
         training.BF16_AUTOCAST["cpu"] = before
 
 
+@contextlib.contextmanager
+def training_linear_dtypes():
+    """Counts, by dtype, the outputs of every ``nn.Linear`` called in training mode while the block runs (a
+    global forward hook, so it sees the model's own layers without reaching into it).  A fit in this process
+    trains in bf16 exactly when its training forward passes give ``bfloat16`` here."""
+    import collections
+
+    import torch
+
+    counts = collections.Counter()
+
+    def hook(module, args, output):
+        if module.training and isinstance(module, torch.nn.Linear) and isinstance(output, torch.Tensor):
+            counts[str(output.dtype).removeprefix("torch.")] += 1
+
+    handle = torch.nn.modules.module.register_module_forward_hook(hook)
+    try:
+        yield counts
+    finally:
+        handle.remove()
+
+
 def _fit(train, val, ds, path, hp, time_limit, num_gpus):
     from autogluon.tabular import TabularPredictor
 
@@ -105,11 +129,13 @@ def check_maya_bf16(ctx):
     out = {"dataset": ds.name, "train_rows": len(train)}
     for side, gpus in (("gpu_bf16", 0 if cpu else 1), ("cpu_fp32", 0)):
         path = str(ctx["work"] / f"maya_{side}")
-        with gpu_side(cpu) if side == "gpu_bf16" else contextlib.nullcontext():
+        bf16 = gpu_side(cpu) if side == "gpu_bf16" else contextlib.nullcontext()
+        with bf16, training_linear_dtypes() as dtypes:
             pred, seconds = _fit(train, val, ds, path, size("maya_hp", cpu), size("maya_time_limit", cpu), gpus)
         model = pred._trainer.load_model("Maya")
         out[side] = {"test_score": float(pred.evaluate(test, silent=True)[p1_metric(ds.task)]),
-                     "fit_s": round(seconds, 1), "device": model.device_train, "epochs": model._fit_summary["epochs"]}
+                     "fit_s": round(seconds, 1), "device": model.device_train, "epochs": model._fit_summary["epochs"],
+                     "training_linear_outputs": dict(dtypes)}
         if side == "gpu_bf16":
             ctx["gpu_predictor"], ctx["test"] = path, test.drop(columns=ds.target)
             ctx["gpu_proba"] = pred.predict_proba(ctx["test"], as_multiclass=False).to_numpy()

@@ -11,9 +11,11 @@ from sklearn.preprocessing import QuantileTransformer
 
 from autogluon_maya.common.preprocessing import NUMERIC_TRANSFORMS, TabularEncoder, TargetScaler
 from autogluon_maya.common.training import BestCheckpoint, batch_slices, torch_threads
+from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
 
-
-pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
+# torch_globals_kept first: it saves the thread count and random state before one_torch_thread_seeded sets them
+# (and before the tests do), and puts both back after
+pytestmark = pytest.mark.usefixtures("torch_globals_kept", "one_torch_thread_seeded")
 
 
 def _train_frame(n=200, seed=0):

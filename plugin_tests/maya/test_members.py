@@ -203,18 +203,23 @@ def _fit(tmp_path, problem_type, hp, time_limit=None, validate=True):
 
 @pytest.mark.parametrize("problem_type", ["regression", "binary", "multiclass"])
 def test_members_are_kept_unless_the_average_validates_worse(problem_type, tmp_path, one_torch_thread_seeded):
+    """No time limit: all three members train, so the first is scored once the second exists and every kept
+    member carries the score of the average it joined."""
     model, X_val, y_val = _fit(tmp_path, problem_type, {"ensemble_members": 3})
-    members = model._fit_summary["members"]
+    summary = model._fit_summary
+    members = summary["members"]
+    assert summary["members_stop"] == "ensemble_members=3", summary["members_stop"]
+    assert len(members) + len(summary["members_dropped"]) == 3, (members, summary["members_dropped"])
     assert 1 <= len(members) == len(model.model) <= 3
     assert len({m["seed"] for m in members}) == len(members)  # different seeds
-    judged = [m["ensemble_score"] for m in members if m["ensemble_score"] is not None]
+    judged = [m["ensemble_score"] for m in members]
+    assert None not in judged, members
     assert all(b >= a for a, b in zip(judged, judged[1:])), judged
     # the kept average is what the model predicts, judged by log loss for classification
     proba = np.asarray(model.predict(X_val) if problem_type == "regression" else model.predict_proba(X_val))
     judge = model.stopping_metric if problem_type == "regression" else log_loss
-    if judged:
-        assert model.score_with_y_pred_proba(y=y_val.to_numpy(), y_pred_proba=proba, metric=judge) \
-            == pytest.approx(judged[-1], rel=1e-5)
+    assert model.score_with_y_pred_proba(y=y_val.to_numpy(), y_pred_proba=proba, metric=judge) \
+        == pytest.approx(judged[-1], rel=1e-5)
 
 
 def test_prediction_is_the_mean_of_the_members_probabilities(tmp_path, one_torch_thread_seeded):

@@ -17,6 +17,10 @@ from autogluon_maya.maya.defaults import resolve_defaults
 from autogluon_maya.maya.network import MayaNetwork
 from autogluon_maya.maya.trainer import (FittedMaya, estimate_step_seconds, fit_batch_to_budget, make_loss,
                                          train_maya)
+from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
+
+# tests set torch's thread count or fit a model (which seeds torch): both are put back after each
+pytestmark = pytest.mark.usefixtures("torch_globals_kept")
 
 HEAVY = dict(hidden_size=256, num_heads=8, num_branch=8, num_layers=16, intermediate_factor=2.0)
 

@@ -11,7 +11,10 @@ from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya.defaults import resolve_defaults
 from autogluon_maya.maya.network import MayaNetwork
 from autogluon_maya.maya.trainer import FittedMaya, WeightAverage, make_loss, train_maya
-from plugin_tests.resources import fit_on_cores
+from plugin_tests.resources import fit_on_cores, torch_globals_kept  # noqa: F401  (a fixture)
+
+# the tests seed torch and set its thread count: both are put back after each
+pytestmark = pytest.mark.usefixtures("torch_globals_kept")
 
 
 def test_the_average_follows_the_warmed_up_decay():

@@ -2,6 +2,7 @@
 checkpoint (the one users get by default)."""
 
 import os
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -12,6 +13,11 @@ from autogluon.tabular.testing import FitHelper
 from autogluon_maya import TabSwiftModel
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
 from autogluon_maya.tabswift.model import WEIGHTS_NAME
+from plugin_tests.resources import fit_memory_in_fresh_process, memory_report
+from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
+
+# tests fit models (which seed torch) or set torch's thread count: both are put back after each
+pytestmark = pytest.mark.usefixtures("torch_globals_kept")
 
 FAST = {"n_estimators": 2, "max_context_rows": 512}
 
@@ -193,6 +199,34 @@ def test_memory_estimate_grows_with_context():
     assert est(4_000) > est(500)
     assert est(20_000) == est(2_048)  # above max_context_rows (2048) the context, not the table, is held
     assert est(20_000, max_context_rows=16_000) > est(20_000)
+
+
+@lru_cache(maxsize=None)
+def _fit_memory(rows: int) -> dict:
+    """Peak memory of a default fit (8 members) on ``rows`` rows of 10 features and a 60-row prediction, and the
+    model's estimate, measured once in a fresh process (two tests read it)."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(rows + 60, 10)), columns=[f"c{i}" for i in range(10)])
+    y = pd.Series((X["c0"] - 0.5 * X["c1"] > 0).astype(int))
+    return fit_memory_in_fresh_process("TabSwiftModel", X.iloc[:rows], y.iloc[:rows], X.iloc[rows:], {})
+
+
+# 500 rows: the whole table is the context; 4,000: a context of max_context_rows (2,048)
+@pytest.mark.parametrize("rows", [500, 4_000])
+def test_memory_estimate_holds_the_measured_peak(rows):
+    r = _fit_memory(rows)
+    assert r["increase"] <= r["estimate"], memory_report(r)
+    assert r["proba"].shape == (60,) and np.isfinite(r["proba"]).all()
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "TabSwift's estimate is 6-9x the measured peak of a default fit (500 rows: +69-76 MiB against 644 MiB; "
+    "4,000 rows: +137-190 MiB against 1,153 MiB): it counts a fixed 500 MB and a K/V cache sized for 24 layers x "
+    "192 dims where the shipped checkpoint has 6 x 128"))
+@pytest.mark.parametrize("rows", [500, 4_000])
+def test_memory_estimate_is_within_2x_of_the_measured_peak(rows):
+    r = _fit_memory(rows)
+    assert r["estimate"] <= 2 * r["increase"], memory_report(r)
 
 
 def test_fine_tuning_without_validation_replays_the_step_count(tmp_path):

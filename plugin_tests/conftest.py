@@ -21,6 +21,7 @@ import pytest
 os.environ.setdefault("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", "shipped")
 
 import autogluon_maya  # noqa: E402,F401  (registers the models)
+from plugin_tests.resources import torch_threads_unchanged  # noqa: E402,F401  (autouse: a test must not leave the torch thread count changed)
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
@@ -75,13 +76,14 @@ def one_torch_thread_seeded():
     """Component tests use tiny tensors: one torch thread is fastest on 2 cores; restore the count after."""
     import torch
 
-    previous = torch.get_num_threads()
+    previous, rng = torch.get_num_threads(), torch.get_rng_state()
     torch.set_num_threads(1)
     torch.manual_seed(0)
     try:
         yield
     finally:
         torch.set_num_threads(previous)
+        torch.set_rng_state(rng)
 
 
 @pytest.fixture

@@ -24,8 +24,11 @@ DEFAULT_PARAMS = {
     "chunk_size": 1024,               # query/context rows per attention call (memory bound)
     "cache_max_mb": 1024,             # context K/V caches kept between predict calls, all members together
     "adaptive_threads": True,         # CPU: time 1 vs num_cpus threads on one episode at fit start, keep the faster
-    "fine_tune": False,               # episodes from the training rows, early-stopped on validation
+    "fine_tune": "auto",              # episodes from the training rows, early-stopped on validation; "auto":
+                                      # only with validation rows and time for fine_tune_min_steps, kept only
+                                      # if the whole ensemble validates better (finetune.fine_tune_auto)
     "fine_tune_steps": 100,
+    "fine_tune_min_steps": 20,        # "auto": fine-tune only if this many steps and their checks fit in time
     "fine_tune_lr": 1e-4,
     "fine_tune_episodes_per_step": 4,
     "fine_tune_rows": 512,            # rows per episode (support + queries)

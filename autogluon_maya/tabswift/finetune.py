@@ -19,6 +19,10 @@ same function trains fresh heads on a checkpoint that has none (the authors' rel
 Both loops stop before a step (and a validation pass due after it) that would end past their
 deadline; the first step's duration is the caller's estimate (``first_step_seconds``), later ones
 the last step's.  ``clock`` is injectable so the stopping rule is tested without wall time.
+
+``fine_tune_auto`` (``fine_tune="auto"``) decides whether to fine-tune at all (``auto_rule``: validation
+rows to judge by, and time for a minimum useful number of steps) and keeps the fine-tuned weights only
+when the whole ensemble validates better with them than with the pretrained ones.
 """
 
 from __future__ import annotations
@@ -127,13 +131,16 @@ def episode_loss(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int, dev
 def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], steps: int, lr: float,
               episodes_per_step: int, rows: int, eval_every: int, patience: int, seed: int,
               deadline: Optional[float] = None, schedule_steps: Optional[int] = None,
-              first_step_seconds: float = 0.0, clock: Callable[[], float] = time.time) -> Dict:
+              first_step_seconds: float = 0.0, clock: Callable[[], float] = time.time,
+              initial_score: Optional[Tuple[float, float]] = None) -> Dict:
     """Fine-tune ``ens.network`` in place; returns a summary with the best step (0 = pretrained).
 
     ``score_fn=None`` (refit on all rows, no validation): run exactly ``steps`` steps, keep the result.
     ``schedule_steps`` (default ``steps``) is the cosine horizon: a refit that replays the best step
     count of a validated run passes that run's horizon, so its learning rates are the same.
-    ``deadline`` is on ``clock``'s scale; ``first_step_seconds``: the expected duration of step 1."""
+    ``deadline`` is on ``clock``'s scale; ``first_step_seconds``: the expected duration of step 1.
+    ``initial_score``: ``(score, seconds)`` of ``score_fn`` on the pretrained weights when the caller
+    has just measured it, so step 0 is not scored twice."""
     net = ens.network
     device = net.registers.device
     if ens.task == CLASSIFICATION and ens.n_classes_ > net.config.max_classes:
@@ -143,9 +150,14 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
     rng = np.random.default_rng(seed)
     if score_fn is None:
         eval_every = steps + 1
-    t_eval = clock()
-    best = {"score": score_fn() if score_fn else float("-inf"), "step": 0, "state": copy.deepcopy(net.state_dict())}
-    t_eval = clock() - t_eval  # a validation pass's duration, re-measured at each pass
+    if initial_score is not None and score_fn is not None:
+        score0, t_eval = initial_score
+    else:
+        t_eval = clock()
+        score0 = score_fn() if score_fn else float("-inf")
+        t_eval = clock() - t_eval  # a validation pass's duration, re-measured at each pass
+    # step 0 counts: a later step is kept only if it scores strictly better than the pretrained weights
+    best = {"score": score0, "step": 0, "state": copy.deepcopy(net.state_dict())}
     t_step = max(0.0, float(first_step_seconds))
     history = [(0, best["score"])]
     params = [p for n, p in net.named_parameters() if not n.startswith(("layer_heads", "exit_heads"))]
@@ -196,6 +208,138 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
     return {"fine_tune_steps": step, "best_step": best["step"], "best_val_score": best["score"],
             "zero_shot_val_score": history[0][1], "history": history, "stop_reason": stop_reason,
             "fine_tune_seconds": clock() - t0}
+
+
+#: fine_tune="auto": the estimated cost of the minimum useful fine-tuning is multiplied by this before it is
+#: compared with the time left.  The step estimate is 3 forward passes of one probe episode per episode
+#: (forward + backward); measured on 2 shared cores, real steps took 1.0x (satimage) to 2.0x (cpu_act) of it.
+AUTO_MARGIN = 2.0
+
+
+def auto_rule(*, has_val: bool, n_classes: Optional[int], max_classes: int, context_rows: int,
+              seconds_left: Optional[float], step_seconds: float, min_steps: int, eval_every: int,
+              eval_seconds: float = 0.0, check_seconds: float = 0.0, margin: float = AUTO_MARGIN) -> Dict:
+    """Whether ``fine_tune="auto"`` fine-tunes, and the rule that decided it (no side effects).
+
+    In this order: no validation rows -> no (nothing could tell the fine-tuned weights from the
+    pretrained ones, and keeping them blind is how fine-tuning ends worse than zero-shot); more classes
+    than the network's C_max -> no (the class hierarchy runs on group labels, which fine-tuning does
+    not train); fewer than 2 context rows -> no (an episode needs a support and a query row); no time
+    limit -> yes; otherwise yes exactly when ``margin`` x (``min_steps`` steps of ``step_seconds``
+    and the validation checks they bring, one every ``eval_every`` steps plus step 0's, each
+    ``eval_seconds``) + ``check_seconds`` (scoring the whole ensemble once more afterwards) fits in
+    ``seconds_left``, the time left before fine-tuning's deadline.
+
+    Returns ``{"fine_tune": bool, "rule": name, "reason": text}`` plus the numbers a time rule used."""
+    if not has_val:
+        return {"fine_tune": False, "rule": "no_validation",
+                "reason": "no validation rows to compare fine-tuned and pretrained weights on"}
+    if n_classes is not None and n_classes > max_classes:
+        return {"fine_tune": False, "rule": "too_many_classes",
+                "reason": f"{n_classes} classes > C_max={max_classes}: the class hierarchy runs on group labels, "
+                          f"which fine-tuning does not train"}
+    if context_rows < 2:
+        return {"fine_tune": False, "rule": "context_too_small",
+                "reason": f"{context_rows} context row(s): an episode needs a support and a query row"}
+    if seconds_left is None:
+        return {"fine_tune": True, "rule": "no_time_limit", "reason": "no time limit"}
+    checks = 1 + math.ceil(min_steps / max(1, eval_every))
+    needed = margin * (min_steps * step_seconds + checks * eval_seconds) + check_seconds
+    estimate = {"min_steps": int(min_steps), "step_seconds": float(step_seconds),
+                "eval_seconds": float(eval_seconds), "check_seconds": float(check_seconds), "margin": float(margin),
+                "seconds_needed": float(needed), "seconds_left": float(seconds_left)}
+    what = (f"{min_steps} steps (~{step_seconds:.2f} s each) and {checks} validation checks (~{eval_seconds:.2f} s "
+            f"each), x{margin:g}, + {check_seconds:.1f} s for the final check: ~{needed:.1f} s")
+    if needed > seconds_left:
+        return {"fine_tune": False, "rule": "time", **estimate,
+                "reason": f"too little time: {what} needed, {max(0.0, seconds_left):.1f} s left before the "
+                          f"fine-tuning deadline"}
+    return {"fine_tune": True, "rule": "time_fits", **estimate,
+            "reason": f"{what} needed, {seconds_left:.1f} s left before the fine-tuning deadline"}
+
+
+def fine_tune_auto(ens: TabSwiftEnsemble, score_fn: Callable[[], float], full_score_fn: Callable[[], float], *,
+                   eval_share: float, min_steps: int, steps: int, lr: float, episodes_per_step: int, rows: int,
+                   eval_every: int, patience: int, seed: int, deadline: Optional[float],
+                   check_deadline: Optional[float], first_step_seconds: float,
+                   clock: Callable[[], float] = time.time) -> Dict:
+    """``fine_tune="auto"`` with validation rows: decide (``auto_rule``), fine-tune, and keep the result only
+    if the whole ensemble validates better with it.
+
+    ``score_fn`` scores the validation rows with the members fine-tuning validates with, a share
+    ``eval_share`` (<= 1) of the ensemble; ``full_score_fn`` with every member (both higher = better).
+    Before anything is measured, the rule is applied to the step estimate alone; then the pretrained
+    weights are scored with the whole ensemble (the zero-shot score, and the measured cost of a
+    validation pass) and the rule is applied again with it.  Fine-tuning keeps its best step (the
+    pretrained weights are step 0); when that is a later step and the subset is not the whole ensemble,
+    the whole ensemble is scored once more, if that ends by ``check_deadline``, and the pretrained
+    weights are restored unless it beats zero-shot -- a few members can improve while the ensemble the
+    user gets does not.  ``deadline`` (fine-tuning's) and ``check_deadline`` are on ``clock``'s scale;
+    None = no limit.
+
+    Returns ``{"decision": {...}}`` (what the model records in its info) and fine-tuning's summary when it
+    ran; ``decision["fine_tuned"]`` says whether the network now holds fine-tuned weights."""
+    net = ens.network
+    n_classes = ens.n_classes_ if ens.task == CLASSIFICATION else None
+    decision: Dict = {"requested": "auto", "fine_tuned": False, "steps_run": 0, "best_step": 0,
+                      "zero_shot_val_score": None, "fine_tuned_val_score": None}
+
+    def rule(**measured) -> Dict:
+        found = auto_rule(has_val=True, n_classes=n_classes, max_classes=net.config.max_classes,
+                          context_rows=len(ens.y_context_), min_steps=int(min_steps), eval_every=int(eval_every),
+                          seconds_left=None if deadline is None else deadline - clock(),
+                          step_seconds=float(first_step_seconds), **measured)
+        go = found.pop("fine_tune")
+        decision.update(rule=found.pop("rule"), reason=found.pop("reason"))
+        if found:
+            decision["estimate"] = found
+        return go
+
+    if not rule():  # nothing measured yet: no validation pass is spent on a fit that can not fine-tune
+        return {"decision": decision}
+    t0 = clock()
+    zero = float(full_score_fn())
+    full_seconds = clock() - t0
+    decision["zero_shot_val_score"] = zero
+    whole = eval_share >= 1  # the members fine-tuning validates with are the whole ensemble
+    if not rule(eval_seconds=full_seconds * min(1.0, eval_share), check_seconds=0.0 if whole else full_seconds):
+        return {"decision": decision}
+
+    pretrained, stale = copy.deepcopy(net.state_dict()), net.exit_heads_stale
+    result = fine_tune(ens, score_fn, steps=steps, lr=lr, episodes_per_step=episodes_per_step, rows=rows,
+                       eval_every=eval_every, patience=patience, seed=seed, deadline=deadline,
+                       first_step_seconds=first_step_seconds, clock=clock,
+                       initial_score=(zero, full_seconds) if whole else None)
+    decision.update(steps_run=int(result["fine_tune_steps"]), best_step=int(result["best_step"]),
+                    stop_reason=result["stop_reason"])
+    if result["best_step"] == 0:
+        decision["reason"] += (f"; fine-tuned {result['fine_tune_steps']} steps, no validation check beat the "
+                               f"pretrained weights: zero-shot kept")
+        return {**result, "decision": decision}
+    if whole:
+        tuned = float(result["best_val_score"])
+    elif check_deadline is None or clock() + full_seconds <= check_deadline:
+        tuned = float(full_score_fn())
+    else:  # no time to score the whole ensemble again: the subset's verdict stands
+        tuned = None
+    decision["fine_tuned_val_score"] = tuned
+    if tuned is None:
+        decision["fine_tuned"] = True
+        decision["reason"] += (f"; best step {result['best_step']} beat the pretrained weights on the validation "
+                               f"check's members (no time left to score the whole ensemble): fine-tuned kept")
+    elif tuned > zero:
+        decision["fine_tuned"] = True
+        decision["reason"] += (f"; best step {result['best_step']} validates at {tuned:.6g} against zero-shot "
+                               f"{zero:.6g}: fine-tuned kept")
+    else:
+        net.load_state_dict(pretrained)
+        net.exit_heads_stale = stale
+        ens.clear_cache()
+        decision["reason"] += (f"; best step {result['best_step']} improved the validation check's members but "
+                               f"the whole ensemble validates at {tuned:.6g} against zero-shot {zero:.6g}: "
+                               f"zero-shot kept")
+        return {**result, "best_step": 0, "decision": decision}  # the step whose weights the network holds
+    return {**result, "decision": decision}
 
 
 EXIT_LR = 1e-3            # per-layer and exit heads only (pretraining stage 3 uses the same peak rate)
@@ -281,4 +425,5 @@ def retrain_exit_heads(ens: TabSwiftEnsemble, steps: int, episodes_per_step: int
             "exit_retrain_last_agreement": agreement}
 
 
-__all__ = ["Adam", "cosine_lr", "episode_loss", "episode_probe", "exit_episode_loss", "fine_tune", "retrain_exit_heads"]
+__all__ = ["AUTO_MARGIN", "Adam", "auto_rule", "cosine_lr", "episode_loss", "episode_probe", "exit_episode_loss",
+           "fine_tune", "fine_tune_auto", "retrain_exit_heads"]

@@ -37,6 +37,14 @@ TAU_CANDIDATES = (0.99, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5)
 #: set in params_trained when "auto" (or the environment variable) chose the weights: why, for the refit
 #: that loads the same weights by their explicit name (``sources.WeightsChoice.replay``)
 CHOICE_KEY = "checkpoint_chosen"
+#: set in params_trained by a fine_tune="auto" fit, beside fine_tune (True/False) and fine_tune_steps, so a refit
+#: without validation rows (refit_full, a bag's all-rows model) repeats the decision and says so.  The text
+#: depends on the outcome only: a bag compresses its folds' params_trained by majority vote, and equal texts
+#: for equal outcomes make the vote on the text agree with the vote on fine_tune (ties: the first fold's)
+FINE_TUNE_CHOICE_KEY = "fine_tune_chosen"
+AUTO_CHOICES = {True: "fine_tune='auto' kept the fine-tuned weights on validation",
+                False: "fine_tune='auto' kept the zero-shot weights"}
+FINE_TUNE_MODES = (True, False, "auto")
 
 
 def describe_checkpoint(path) -> str:
@@ -148,6 +156,11 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         task = CLASSIFICATION if self.problem_type in (BINARY, MULTICLASS) else REG_TASK
         tau = p["tau"]
         has_val = X_val is not None and y_val is not None and len(X_val) > 0
+        mode = p["fine_tune"]
+        if isinstance(mode, str) or mode is None:
+            mode = {"auto": "auto", "true": True, "false": False}.get(str(mode).lower(), mode)
+        if mode not in FINE_TUNE_MODES:
+            raise ValueError(f"TabSwift fine_tune must be True, False or 'auto', got {p['fine_tune']!r}")
         # heads are worth training only if early exit can be used: an explicit tau, or "auto" with
         # validation rows to choose it on
         wants_exit = tau is not None and (tau != "auto" or has_val)
@@ -164,8 +177,9 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         self.model = ens
         summary: Dict = {"context_rows": len(ens.y_context_), "members": len(ens.members_),
                          "checkpoint": str(path), "weights": weights}
-        threads, probe_seconds = self._choose_threads(ens, p, seed, num_cpus, device, summary,
-                                                      trains=bool(p["fine_tune"]) or (wants_exit and headless))
+        threads, probe_seconds = self._choose_threads(
+            ens, p, seed, num_cpus, device, summary,
+            trains=(mode is True) or (mode == "auto" and has_val) or (wants_exit and headless))
 
         if has_val:
             X_val_p = self.preprocess(X_val)
@@ -181,40 +195,59 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         # a step is episodes_per_step episodes, forward + backward (~3 forwards each); without this the
         # first step, whose duration is not known yet, could start just before the deadline
         first_step = 3.0 * int(p["fine_tune_episodes_per_step"]) * probe_seconds
-        if p["fine_tune"] and has_val:
+        if mode == "auto" and has_val:
+            summary["fine_tune_decision"] = self._fine_tune_auto(ens, p, score_fn, budget, time_limit, first_step,
+                                                                 ft_common, summary)
+        elif mode == "auto":  # a first fit without validation rows; refits get True/False from their folds
+            from .finetune import auto_rule
+
+            decision = auto_rule(has_val=False, n_classes=None, max_classes=0, context_rows=0, seconds_left=None,
+                                 step_seconds=0.0, min_steps=0, eval_every=1)
+            summary["fine_tune_decision"] = {"requested": "auto", "fine_tuned": decision.pop("fine_tune"),
+                                             **decision, "steps_run": 0, "best_step": 0}
+            self._record_auto(p, False)
+            logger.log(20, f"\tTabSwift fine_tune='auto': zero-shot ({decision['reason']})")
+        elif mode and has_val:
             from .finetune import fine_tune
 
             deadline = None if time_limit is None else budget.start + 0.7 * time_limit
-            all_members = ens.members_
             n_eval = max(1, int(p["fine_tune_eval_members"]))
-
-            def ft_score_fn() -> float:
-                """Validation score of the first members only: every evaluation re-encodes the context
-                (the weights changed), which dominates fine-tuning time on CPU.  Without early exit: the
-                exit heads still belong to the pretrained backbone while it is being tuned (they are
-                retrained afterwards with tau set, dropped without), so exits would make the step
-                selection depend on stale heads."""
-                ens.members_, tau_kept = all_members[:n_eval], ens.tau
-                ens.tau = None
-                try:
-                    return score_fn()
-                finally:
-                    ens.members_, ens.tau = all_members, tau_kept
-
-            summary.update(fine_tune(ens, ft_score_fn, steps=int(p["fine_tune_steps"]),
-                                     eval_every=int(p["fine_tune_eval_every"]), patience=int(p["fine_tune_patience"]),
-                                     deadline=deadline, first_step_seconds=first_step, **ft_common))
+            summary.update(fine_tune(ens, self._no_exit_score(ens, score_fn, ens.members_[:n_eval]),
+                                     steps=int(p["fine_tune_steps"]), eval_every=int(p["fine_tune_eval_every"]),
+                                     patience=int(p["fine_tune_patience"]), deadline=deadline,
+                                     first_step_seconds=first_step, **ft_common))
             summary.pop("history", None)
+            kept = summary["best_step"] > 0
             self.params_trained["fine_tune_steps"] = max(0, int(summary["best_step"]))
             self.params_trained["fine_tune_schedule_steps"] = int(p["fine_tune_steps"])
-            self.params_trained["fine_tune"] = summary["best_step"] > 0
-        elif p["fine_tune"]:  # refit_full / no validation: replay the step count found with validation
+            self.params_trained["fine_tune"] = kept
+            summary["fine_tune_decision"] = {
+                "requested": True, "fine_tuned": kept, "rule": "requested",
+                "reason": "fine_tune=True: the best validation step is kept (step 0 = the pretrained weights)",
+                "steps_run": int(summary["fine_tune_steps"]), "best_step": int(summary["best_step"]),
+                "stop_reason": summary.get("stop_reason"), "zero_shot_val_score": summary.get("zero_shot_val_score"),
+                "fine_tuned_val_score": summary.get("best_val_score") if kept else None, "val_members": n_eval}
+        elif mode:  # refit_full / no validation: replay the step count found with validation
             from .finetune import fine_tune
 
             steps = int(p["fine_tune_steps"])
             if steps > 0:
                 summary.update(fine_tune(ens, None, steps=steps, eval_every=steps, patience=1, deadline=None,
                                          schedule_steps=p.get("fine_tune_schedule_steps") or steps, **ft_common))
+                summary.pop("history", None)
+            summary["fine_tune_decision"] = {
+                "requested": True, "fine_tuned": steps > 0, "rule": "replay",
+                "reason": f"no validation rows: {steps} steps replayed, the step count the validated fit kept",
+                "steps_run": int(summary.get("fine_tune_steps", 0)), "best_step": steps}
+        else:
+            summary["fine_tune_decision"] = {"requested": False, "fine_tuned": False, "rule": "requested",
+                                             "reason": "fine_tune=False", "steps_run": 0, "best_step": 0}
+        if p.get(FINE_TUNE_CHOICE_KEY) and not (mode == "auto"):
+            # a refit of a fine_tune="auto" fit: the folds' (or the original model's) decision, repeated
+            summary["fine_tune_decision"]["repeats"] = p[FINE_TUNE_CHOICE_KEY]
+            logger.log(20, f"\tTabSwift: {'fine-tuned' if mode else 'zero-shot'} "
+                           f"({summary['fine_tune_decision'].get('steps_run', 0)} steps), repeating: "
+                           f"{p[FINE_TUNE_CHOICE_KEY]}")
         # Exit heads are used only if they were trained on the backbone as it is now: fine-tuning marks them
         # stale, heads added to a checkpoint without any start stale; training clears the mark, and heads
         # still stale below are dropped, so neither this fit nor a later tau can exit with them.
@@ -243,6 +276,61 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             self.params_trained["tau"] = ens.tau
         self._fit_summary = summary
 
+    @staticmethod
+    def _no_exit_score(ens, score_fn, members):
+        """A validation score of ``members`` only, without early exit.
+
+        Fine-tuning validates with the first ``fine_tune_eval_members`` members: every evaluation
+        re-encodes the context (the weights changed), which dominates fine-tuning time on CPU.  Without
+        early exit: the exit heads still belong to the pretrained backbone while it is being tuned (they
+        are retrained afterwards with tau set, dropped without), so exits would make the step selection
+        depend on stale heads."""
+        def score() -> float:
+            kept_members, kept_tau = ens.members_, ens.tau
+            ens.members_, ens.tau = list(members), None
+            try:
+                return score_fn()
+            finally:
+                ens.members_, ens.tau = kept_members, kept_tau
+
+        return score
+
+    def _fine_tune_auto(self, ens, p, score_fn, budget, time_limit, first_step: float, ft_common: Dict,
+                        summary: Dict) -> Dict:
+        """``fine_tune="auto"`` with validation rows (``finetune.fine_tune_auto``): fine-tune when the minimum
+        useful step count fits before 70 % of the time limit (the share fine-tuning had before "auto"), keep
+        the result only if the whole ensemble validates better with it; record the decision for the refits."""
+        from .finetune import fine_tune_auto
+
+        members = list(ens.members_)
+        n_eval = max(1, int(p["fine_tune_eval_members"]))
+        limited = time_limit is not None
+        result = fine_tune_auto(
+            ens, self._no_exit_score(ens, score_fn, members[:n_eval]), self._no_exit_score(ens, score_fn, members),
+            eval_share=min(1.0, n_eval / len(members)), min_steps=int(p["fine_tune_min_steps"]),
+            steps=int(p["fine_tune_steps"]), eval_every=int(p["fine_tune_eval_every"]),
+            patience=int(p["fine_tune_patience"]), deadline=budget.start + 0.7 * time_limit if limited else None,
+            check_deadline=budget.start + 0.85 * time_limit if limited else None, first_step_seconds=first_step,
+            **ft_common)
+        decision = result.pop("decision")
+        result.pop("history", None)
+        summary.update(result)
+        decision.update(metric=self.stopping_metric.name, val_members=len(members))
+        kept = bool(decision["fine_tuned"])
+        self._record_auto(p, kept, steps=int(result.get("best_step", 0)) if kept else 0)
+        verdict = "fine-tuned weights kept" if kept else "zero-shot"
+        logger.log(20, f"\tTabSwift fine_tune='auto': {verdict} (rule {decision['rule']}): {decision['reason']}")
+        return decision
+
+    def _record_auto(self, p, kept: bool, steps: int = 0) -> None:
+        """params_trained of a fine_tune="auto" fit: the decision as explicit values, so a refit without
+        validation rows (which AutoGluon gives params_trained as hyperparameters) repeats it.  Every fold
+        sets the same keys (a bag compresses them key by key)."""
+        self.params_trained["fine_tune"] = bool(kept)
+        self.params_trained["fine_tune_steps"] = int(steps)
+        self.params_trained["fine_tune_schedule_steps"] = int(p["fine_tune_steps"])
+        self.params_trained[FINE_TUNE_CHOICE_KEY] = AUTO_CHOICES[bool(kept)]
+
     def _choose_threads(self, ens, p, seed: int, num_cpus: int, device, summary: Dict, trains: bool) -> tuple:
         """The fit's torch thread count and one probe episode's forward seconds at that count.
 
@@ -260,9 +348,16 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         threads, probe_seconds = max(1, int(num_cpus or 1)), 0.0
         self._fit_threads = summary["threads"] = threads
         choose = p["adaptive_threads"] and threads > 1
-        if device.type != "cpu" or len(ens.y_context_) < 2 or not (choose or trains):
+        if len(ens.y_context_) < 2 or not (choose or trains) or (device.type != "cpu" and not trains):
             return threads, probe_seconds  # (an episode needs a support and a query row)
         probe = episode_probe(ens, rows=int(p["fine_tune_rows"]), seed=seed)
+        if device.type != "cpu":  # no thread choice; the second call is timed (the first pays kernel set-up)
+            probe()
+            torch.cuda.synchronize(device)
+            t0 = time.perf_counter()
+            probe()
+            torch.cuda.synchronize(device)
+            return threads, time.perf_counter() - t0
         if choose:
             threads, times = faster_thread_count(probe, threads)
             probe_seconds = times[threads]
@@ -379,12 +474,16 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
 
     def get_info(self, include_feature_metadata: bool = True) -> dict:
         """AutoGluon's model info, plus which weights this fit loaded (``tabswift_weights``: source
-        released/shipped/path, file, sha256, the reason) and what became of early exit
+        released/shipped/path, file, sha256, the reason), whether it fine-tuned them and why
+        (``tabswift_fine_tune``: requested, fine_tuned, the rule and its reason, steps run, the zero-shot and
+        fine-tuned validation scores, for a refit the decision it repeats) and what became of early exit
         (``tabswift_early_exit``: the τ in use, what happened to the exit heads, why it is off)."""
         info = super().get_info(include_feature_metadata=include_feature_metadata)
         summary = getattr(self, "_fit_summary", None) or {}
         if "weights" in summary:
             info["tabswift_weights"] = dict(summary["weights"])
+        if "fine_tune_decision" in summary:
+            info["tabswift_fine_tune"] = dict(summary["fine_tune_decision"])
         if self.model is not None:
             info["tabswift_early_exit"] = {"tau": self.model.tau, "exit_heads": summary.get("exit_heads"),
                                            "early_exit_off": summary.get("early_exit_off")}

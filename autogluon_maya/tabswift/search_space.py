@@ -9,7 +9,7 @@ def tabswift_search_space() -> dict:
         "n_estimators": space.Categorical(8, 4, 16),
         "max_context_rows": space.Categorical(2048, 1024, 4096),
         "tau": space.Categorical(None, 0.9, 0.7),
-        "fine_tune": space.Categorical(False, True),
+        "fine_tune": space.Categorical("auto", False, True),
         "fine_tune_lr": space.Real(3e-5, 3e-4, default=1e-4, log=True),
         "fine_tune_steps": space.Categorical(100, 50, 200),
     }

@@ -64,8 +64,49 @@ AUTO_BATCH_ROWS = _cls_reg(128, 256)._asdict()
 # batch; the trainer reads the recipe for a constant rate and weight decay on weight matrices only.
 PAPER: Dict[str, Any] = {"batch_size": 1024, "ensemble_members": 1, "parallel_members": 1, "ema_epochs": None,
                          "validation_every": 1, "numeric_transform": "quantile", "numeric_scale": 1.0}
-# set by a fit for refit_full, never by a user: [[seed, epochs], ...] of the kept members (members.train_members)
+# The members a refit_full trains.  Given explicitly, REPLAY_KEY is [[seed, epochs], ...], replayed exactly
+# (members.train_members).  A fit records its own as plain integers instead (replay_record), because a bagged
+# model's refit combines its folds' records key by key (AutoGluon's BaggedEnsembleModel._get_compressed_params:
+# integers by their rounded mean), and a list would pass through as fold 1's alone.
 REPLAY_KEY = "member_replay"
+REPLAY_COUNT_KEY = "member_replay_count"  # members kept (0: the fit fell back to the prior)
+REPLAY_EPOCHS_PREFIX = "member_replay_epochs_"  # + slot (1-based): that member's best epoch count
+MEMBER_SEED_STRIDE = 7919  # member i's seed: the fit's seed + i x this stride
+
+
+def replay_record(kept_epochs, trained_epochs, slots: int) -> Dict[str, int]:
+    """A fit's record for refit_full: how many members it kept and, for each of ``slots`` member slots (the most
+    members the fit could train, the same in every fold of a bag), a best epoch count.  Every slot is recorded
+    even where the fit kept fewer members, since a bag's combination reads the keys of its first fold: a slot
+    the fit did not fill gets the rounded mean of the counts it has (``kept_epochs``, or ``trained_epochs`` when
+    nothing was kept), as every member is the same network from another seed and so has the same expected count."""
+    source = [max(1, int(e)) for e in (kept_epochs or trained_epochs or [1])]
+    fill = max(1, int(round(sum(source) / len(source))))
+    epochs = [max(1, int(e)) for e in kept_epochs][:slots]
+    epochs += [fill] * (slots - len(epochs))
+    return {REPLAY_COUNT_KEY: len(kept_epochs), **{f"{REPLAY_EPOCHS_PREFIX}{i + 1}": e for i, e in enumerate(epochs)}}
+
+
+def pop_replay(params: Dict[str, Any], seed: int):
+    """Removes the replay settings from ``params``; returns the members to replay as [[seed, epochs], ...], or
+    None for a fit that is no replay.  An explicit ``REPLAY_KEY`` wins over a record.  From a record (one fit's,
+    or a bag's folds' combined: count and each slot's epochs the rounded mean over the folds, the rule AutoGluon
+    applies to every model's epoch and iteration counts), member i trains from the refit's seed + i x
+    ``MEMBER_SEED_STRIDE`` for slot i's epochs: a seed carries nothing from a fold's rows to the refit's, and
+    the folds' kept seeds need not agree (a fold that dropped member 2 kept the third seed in slot 2)."""
+    explicit = params.pop(REPLAY_KEY, None)
+    count = params.pop(REPLAY_COUNT_KEY, None)
+    slots = {int(k[len(REPLAY_EPOCHS_PREFIX):]): params.pop(k) for k in list(params)
+             if isinstance(k, str) and k.startswith(REPLAY_EPOCHS_PREFIX) and k[len(REPLAY_EPOCHS_PREFIX):].isdigit()}
+    if explicit is not None:
+        return [[int(s), int(e)] for s, e in explicit]
+    if count is None:
+        return None
+    count = int(count)
+    if count < 0 or any(i not in slots for i in range(1, count + 1)):
+        raise ValueError(f"MAYA's {REPLAY_COUNT_KEY}={count} needs {REPLAY_EPOCHS_PREFIX}1..{count}, "
+                         f"got {sorted(slots)}")
+    return [[seed + MEMBER_SEED_STRIDE * i, max(1, int(slots[i + 1]))] for i in range(count)]
 
 
 def resolve_defaults(problem_type: str, recipe: str = "default") -> Dict[str, Any]:
@@ -126,7 +167,7 @@ CHECKS = {
 def check_params(params: Dict[str, Any]) -> Dict[str, Any]:
     """Every setting checked at fit start: an unknown name or a bad value is an error naming it.  Returns the
     settings with numpy numbers (a search space's) made Python numbers; bool is no number."""
-    unknown = sorted(set(params) - set(CHECKS) - {REPLAY_KEY})
+    unknown = sorted(set(params) - set(CHECKS))
     if unknown:
         raise ValueError(f"unknown MAYA setting(s) {unknown}; the settings are {sorted(CHECKS)} (docs/maya.md)")
     out = dict(params)

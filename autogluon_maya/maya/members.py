@@ -11,10 +11,11 @@ from typing import Callable, List, NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .defaults import MEMBER_SEED_STRIDE  # member i's seed: the fit's seed + i x this stride
+
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
-AUTO_MEMBERS = 3  # ensemble_members="auto" with a time limit; six members scored no better (satimage, 0.8920)
-MEMBER_SEED_STRIDE = 7919  # member i's seed: the fit's seed + i x this stride
+AUTO_MEMBERS = 3  # ensemble_members="auto" with a time limit: the cap docs/maya.md gives the evidence for
 MEMBER_TIME = 1.1  # x the first member's time to its best epoch: what a further member needs (plan_further_members)
 # Members train at once only while a network's training batch is this small: its step is then many small kernels
 # that a second thread barely speeds up; a larger one's big matmuls run ~2x faster on two threads.
@@ -85,8 +86,8 @@ def train_members(build: Build, train: Train, *, budget, max_members: int, paral
 
     seeds = [int(s) for s, _ in replay] if replay else [seed + MEMBER_SEED_STRIDE * i for i in range(max_members)]
     epochs = [int(e) for _, e in replay] if replay else [None] * len(seeds)
-    kept, probas, dropped, started_with = [], [], [], []
-    stop, best = f"ensemble_members={len(seeds)}", None
+    kept, probas, dropped, started_with, trained = [], [], [], [], []
+    stop, best, failed = f"ensemble_members={len(seeds)}", None, False
 
     def run(i: int, network, member_budget, threads: int, reserve_passes: int) -> tuple:
         start = budget.elapsed()
@@ -129,14 +130,16 @@ def train_members(build: Build, train: Train, *, budget, max_members: int, paral
                 member_budget = budget.share(plan.seconds)
             started_with.append(member_budget.remaining())
             results = [run(i, build(seeds[i]), member_budget, num_cpus, 0)]
-        failed = False
         for j, (network, summary) in enumerate(results, start=i):
             summary["parallel"] = len(results)
             if summary["steps"] == 0 or summary["stop_reason"].startswith("infeasible"):
-                if j == 0:
-                    raise TimeLimitExceeded(f"MAYA skipped: {summary['stop_reason'] or 'no training step fitted'}")
+                if j == 0:  # AutoGluon logs a skip for time without the reason: say it here
+                    reason = summary["stop_reason"] or "no training step fitted"
+                    logger.warning(f"\tMAYA declined to train: {reason}")
+                    raise TimeLimitExceeded(f"MAYA skipped: {reason}")
                 stop, failed = f"member {j + 1}: {summary['stop_reason']}", True
                 break
+            trained.append((j, summary))
             if val_proba is not None and j > 0:
                 if not probas:  # the first member's share, scored once a second one exists
                     probas.append(val_proba(kept[0][0]))
@@ -156,5 +159,33 @@ def train_members(build: Build, train: Train, *, budget, max_members: int, paral
         i += len(results)
     report = {**kept[0][1], "members_stop": stop, "members_dropped": dropped,
               "members_started_with_seconds": started_with,
-              "members": [{k: s.get(k) for k in MEMBER_KEYS} for _, s in kept]}
+              "members": [{k: s.get(k) for k in MEMBER_KEYS} for _, s in kept],
+              "trained_best_epochs": [s["best_epoch"] for _, s in trained],
+              "stop": stop_record(trained[-1], stop, dropped, planned=len(seeds), kept=len(kept),
+                                  ended_early=failed or stop.startswith("time"))}
     return kept, report
+
+
+def stop_rule(reason: str) -> str:
+    """The rule behind a network's stop reason (``train_maya``'s ``stop_reason``): ``patience`` (early stopping on
+    the validation score), ``max_epochs``, or ``time`` (the budget, or a step that cannot fit in it)."""
+    if reason == "early stopping":
+        return "patience"
+    if reason.startswith(("time", "infeasible")):
+        return "time"
+    return reason or "unknown"
+
+
+def stop_record(last: tuple, members_stop: str, dropped: List[str], *, planned: int, kept: int,
+                ended_early: bool) -> dict:
+    """Why a fit ended, for the model's info: the rule that stopped its last network (``last``: its index and
+    summary) and at which epoch, or ``time`` when the member loop ended before its last planned member (no time
+    for another, or one that could not train); ``members``: how many were kept of those planned, and which the
+    validation judged not worth keeping."""
+    j, summary = last
+    rule = "time" if ended_early else stop_rule(summary["stop_reason"])
+    detail = f"{kept} of {planned} member(s) kept ({members_stop})"
+    if dropped:
+        detail += "; " + "; ".join(dropped)
+    return {"rule": rule, "epoch": int(summary["epochs"]), "member": j + 1, "network": summary["stop_reason"],
+            "members": detail}

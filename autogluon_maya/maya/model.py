@@ -13,7 +13,7 @@ from autogluon.core.hpo.constants import RAY_BACKEND
 from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorchModel
 
 from ..common.ag_model import TorchPluginMixin, param_value
-from .defaults import AUTO_BATCH_ROWS, REPLAY_KEY, check_params, resolve_defaults
+from .defaults import AUTO_BATCH_ROWS, check_params, pop_replay, replay_record, resolve_defaults
 from .members import PARALLEL_MAX_ACTIVATION_BYTES, parallel_wanted, resolve_members, resolve_parallel, train_members
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
@@ -37,14 +37,18 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
     ag_priority = 70
     seed_name = "random_seed"
     _supported_problem_types = [BINARY, MULTICLASS, REGRESSION, QUANTILE]
-    # One token per feature: a 457-column table ended near the majority rate in 180 s on 2 cores, so wider tables
-    # are declined up front (ag_args_fit={"ag.max_features": N} raises the cap).  Text n-gram features are left
-    # out, as NN_TORCH does: ~57 sparse count columns of one noise text drowned a signal (accuracy 0.96 -> 0.53).
+    # Every feature is a token (Eq. 1), so a wide table costs memory and time in proportion; there is no fixed
+    # cap on features: AutoGluon's memory check (``_estimate_memory_usage_static`` against the available memory)
+    # and the trainer's time check (a step, or without validation data an epoch, against the time left) decline
+    # a table only where the fit cannot succeed, naming the reason.  Text n-gram features are left out, as
+    # NN_TORCH does: sparse count columns of a noise text outnumber and drown the real features (docs/maya.md).
     _default_auxiliary_params_extra = {"valid_raw_types": [R_BOOL, R_INT, R_FLOAT, R_CATEGORY],
-                                       "ignored_type_group_special": [S_TEXT_NGRAM, S_TEXT_AS_CATEGORY],
-                                       "max_features": 300}
+                                       "ignored_type_group_special": [S_TEXT_NGRAM, S_TEXT_AS_CATEGORY]}
     default_num_gpus = 1
     default_resources_physical_cores_only = True
+    _prior = None  # the prior's prediction, where the fit fell back to it (no network kept)
+    _fit_info: Dict = {}  # get_info()["maya_fit"]: why the fit stopped, and a fall back to the prior
+    _budget_clock = None  # the fit's clock in seconds; None: wall time (tests set a clock of their own)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -68,7 +72,9 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         table = self._table()
         for k, v in list(self.params.items()):
             if getattr(v, "maya_table_default", False):
-                self.params[k] = _to_space(TABLE12[k], table[k])
+                entry = getattr(v, "maya_entry", TABLE12[k])
+                self.params[k] = _to_space(entry, table[k])
+                self.params[k].maya_entry = entry
 
     def _get_default_searchspace(self) -> dict:
         from .search_space import maya_search_space
@@ -104,11 +110,14 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         from .search_space import round_hidden_size
         from .trainer import FittedMaya, FittedMayaMembers, effective_batch_size, make_loss, train_maya
 
-        budget = TimeBudget(time_limit, start=self._fit_clock_start(time_limit))
+        if self._budget_clock is not None:
+            budget = TimeBudget(time_limit, clock=self._budget_clock)
+        else:
+            budget = TimeBudget(time_limit, start=self._fit_clock_start(time_limit))
         p = self._get_model_params()
         seed, device = self._start_torch_fit(p, num_cpus, num_gpus)
         p.pop(self.seed_name, None)
-        replay = p.pop(REPLAY_KEY, None)  # refit_full: the members the fit kept
+        replay = pop_replay(p, seed)  # refit_full: the members the fit (or a bag's folds) kept
         p = check_params(p)
         enc = self.preprocess(X, is_train=True)
         if enc.x_num.shape[1] + enc.x_cat.shape[1] == 0:
@@ -126,7 +135,12 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                         label_kind="class" if classification else "real", num_classes=self.num_classes or 0,
                         **{k: p[k] for k in NETWORK_KEYS})
         loss_fn = make_loss("class" if classification else self.problem_type, self.quantile_levels)
-        val_proba, val_score_fn, judge = self._validation_scorers(X_val, y_val, device)
+        val_proba, val_score_fn, judge, score_proba = self._validation_scorers(X_val, y_val, device)
+        prior = self._prior_prediction(y_np if classification else np.asarray(y, dtype=np.float64), sample_weight)
+        if replay is not None and not replay:  # the fit (or every fold, on average) fell back to the prior
+            self._fall_back_to_prior(prior, "the fit replayed kept no network (it fell back to the prior)")
+            self.params_trained.update(replay_record([], [], 0))
+            return
 
         def build(member_seed: int):
             import torch
@@ -143,28 +157,86 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                 fitted.set_context(x_num, x_cat, y_t)
             return summary
 
-        max_members = len(replay) if replay else resolve_members(p["ensemble_members"], time_limit)
+        max_members = len(replay) if replay is not None else resolve_members(p["ensemble_members"], time_limit)
         step_bytes = activation_bytes(p["batch_size"], enc.x_num.shape[1] + enc.x_cat.shape[1], p["hidden_size"],
                                       p["num_layers"], p["num_branch"])
         parallel = resolve_parallel(p["parallel_members"], max_members, num_cpus, device.type, step_bytes)
         kept, s = train_members(build, train, budget=budget, max_members=max_members, parallel=parallel,
                                 num_cpus=num_cpus, seed=seed, val_proba=val_proba, judge=judge, replay=replay)
+        seconds = budget.elapsed()
         self.model, self._fit_summary = FittedMayaMembers([f for f, _ in kept]), s
-        # refit_full (all rows, no validation) replays the kept members: their seeds, each its own best epoch,
-        # the batch and width trained here, and the weight average only where it won this fit's validation
+        self._fit_info = {"stop": {**s["stop"], "seconds": round(seconds, 3), "time_limit": time_limit,
+                                   "stopped_early": None if time_limit is None else seconds < 0.5 * time_limit},
+                          "members_kept": len(kept), "fallback": None}
+        fallback = self._worse_than_prior(kept, s, val_proba, score_proba, prior, len(X_val) if val_proba else 0)
+        if fallback:
+            self._fall_back_to_prior(prior, fallback)
+        # refit_full (all rows, no validation) replays the kept members (defaults.pop_replay): each member's
+        # best epoch count, the batch and width trained here, and the weight average only where it won this
+        # fit's validation; none where the fit fell back to the prior
         self.params_trained.update({
-            REPLAY_KEY: [[m["seed"], max(1, m["best_epoch"])] for _, m in kept], "ensemble_members": len(kept),
+            **replay_record([] if fallback else [m["best_epoch"] for _, m in kept], s["trained_best_epochs"],
+                            max_members),
             "hidden_size": p["hidden_size"], "batch_size": s["batch_size"],
             "ema_epochs": None if s["best_is_average"] is False else p["ema_epochs"]})
         logger.log(15, f"\tMAYA trained {s['epochs']} epochs (best {s['best_epoch']}, batch {s['batch_size']}, "
                        f"stop: {s['stop_reason']}), threads chosen {s['threads']}; {len(kept)} member(s)")
 
+    # ---- the prior: what a fit must beat -----------------------------------------------------
+    def _prior_prediction(self, y: np.ndarray, sample_weight: Optional[np.ndarray]) -> np.ndarray:
+        """The prior's prediction for one row, from the training labels: the class frequencies (binary: the
+        positive class's), the mean (regression), the quantiles at ``quantile_levels`` (quantile)."""
+        w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        if self.problem_type in (BINARY, MULTICLASS):
+            counts = np.bincount(y.astype(np.int64), weights=w, minlength=max(2, int(self.num_classes or 2)))
+            freq = counts / counts.sum()
+            return np.float32(freq[1]) if self.problem_type == BINARY else freq.astype(np.float32)
+        if self.problem_type == QUANTILE:
+            return np.quantile(y, self.quantile_levels).astype(np.float32)
+        return np.float32(np.average(y, weights=w))
+
+    def _prior_proba(self, n: int, prior=None) -> np.ndarray:
+        prior = self._prior if prior is None else prior
+        if self.problem_type in (MULTICLASS, QUANTILE):
+            return np.tile(prior, (n, 1)).astype(np.float32)
+        return np.full(n, prior, dtype=np.float32)
+
+    def _worse_than_prior(self, kept, s, val_proba, score_proba, prior, n_val: int) -> str:
+        """The reason the kept members validate worse than the prior on the stopping metric, or "" if they do not.
+        A network that stopped early (too little time for the table) can predict worse than the class frequencies
+        or the mean, and a model worse than the prior only costs an ensemble; where validation data exists the
+        fit is judged, per fold when bagged (each fold has its own validation rows)."""
+        if val_proba is None:
+            return ""
+        if len(kept) == 1 and s["best_score"] is not None:
+            score = s["best_score"]  # the kept weights' validation score, as the trainer measured it
+        else:
+            score = score_proba(np.mean([val_proba(f) for f, _ in kept], axis=0))
+        prior_score = score_proba(self._prior_proba(n_val, prior))
+        metric = self.stopping_metric
+        self._fit_info["validation"] = {"metric": metric.name, "maya": float(score), "prior": float(prior_score)}
+        if score >= prior_score:  # scores as AutoGluon's: higher is better
+            return ""
+        stop = self._fit_info["stop"]
+        return (f"validation {metric.name} {metric.convert_score_to_original(score):.4f} is worse than the "
+                f"prior's {metric.convert_score_to_original(prior_score):.4f} after {stop['epoch']} epoch(s) of "
+                f"member {stop['member']} in {stop['seconds']:.1f} s (stopped by {stop['rule']}: {stop['network']})")
+
+    def _fall_back_to_prior(self, prior, reason: str):
+        """Keep no network and predict the prior; the reason goes to the model's info and the log."""
+        from .trainer import FittedMayaMembers
+
+        self.model, self._prior = FittedMayaMembers([]), prior
+        self._fit_info = {**self._fit_info, "members_kept": 0, "fallback": {"to": "prior", "reason": reason}}
+        logger.warning(f"\tMAYA predicts the prior instead: {reason}")
+
     def _validation_scorers(self, X_val, y_val, device):
         """(validation probabilities of a network, its stopping-metric score, the judge of an average of
-        members), or Nones without validation data.  Members are judged by log loss for classification: a proper
-        score moves with every row's confidence, where accuracy on 1,030 rows dropped a member for one row."""
+        members, the stopping-metric score of given probabilities), or Nones without validation data.  Members
+        are judged by log loss for classification: a proper score moves with every row's confidence, where
+        accuracy moves in whole rows and on a small validation set one row decides (docs/maya.md)."""
         if X_val is None or not len(X_val):
-            return None, None, None
+            return None, None, None, None
         from autogluon.core.metrics import log_loss
 
         from ..common.training import to_tensors
@@ -177,13 +249,16 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         def proba(f):
             return self._raw_to_proba(f.predict_raw(vx_num, vx_cat, PREDICT_CHUNK_ROWS))
 
+        def score_proba(p):
+            return self.score_with_y_pred_proba(y=y_val, y_pred_proba=p, metric=self.stopping_metric)
+
         def score(f):  # the trainer has just refreshed f's context
-            return self.score_with_y_pred_proba(y=y_val, y_pred_proba=proba(f), metric=self.stopping_metric)
+            return score_proba(proba(f))
 
         def judge(p):
             return self.score_with_y_pred_proba(y=y_val, y_pred_proba=p, metric=judge_metric)
 
-        return proba, score, judge
+        return proba, score, judge, score_proba
 
     # ---- predict ------------------------------------------------------------------------
     def _raw_to_proba(self, raw) -> np.ndarray:
@@ -200,6 +275,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
     def _predict_proba(self, X: pd.DataFrame, **kwargs) -> np.ndarray:
         from ..common.training import to_tensors, torch_threads
 
+        if self._prior is not None:
+            return self._prior_proba(len(X))
         enc = self.preprocess(X, **kwargs)
         device = next(self.model.parameters()).device
         with torch_threads(self._get_child_num_cpus()):
@@ -210,7 +287,35 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
 
     # ---- device / resources / tags ------------------------------------------------------
     def get_device(self) -> str:
-        return next(self.model.parameters()).device.type
+        first = next(self.model.parameters(), None)  # none where the fit fell back to the prior
+        return "cpu" if first is None else first.device.type
+
+    def get_info(self, *args, **kwargs) -> dict:
+        info = super().get_info(*args, **kwargs)
+        info["maya_fit"] = self._fit_info
+        return info
+
+    def _validate_fit_memory_usage(self, **kwargs):
+        """AutoGluon's check of the memory estimate against the available memory, its refusal given a message
+        that names MAYA's reason (AutoGluon raises it bare, and a skipped model's failure record keeps only it)."""
+        from autogluon.common.utils.resource_utils import ResourceManager
+        from autogluon.core.utils.exceptions import NotEnoughMemoryError
+
+        try:
+            return super()._validate_fit_memory_usage(**kwargs)
+        except NotEnoughMemoryError as err:
+            if str(err):
+                raise
+            need = kwargs.get("approx_mem_size_req") or self.estimate_memory_usage(**kwargs)
+            available = kwargs.get("available_mem") or ResourceManager.get_available_virtual_mem()
+            ratio = self.params_aux["max_memory_usage_ratio"]
+            allowed = kwargs.get("mem_error_threshold", 0.9) * ratio * available
+            X = kwargs.get("X")
+            tokens = "" if X is None else f" on {X.shape[1] + 1} tokens per row"
+            raise NotEnoughMemoryError(
+                f"MAYA declined: a fit{tokens} is estimated to need {need / 2**30:.2f} GiB, more than the "
+                f"{allowed / 2**30:.2f} GiB it may use of {available / 2**30:.2f} GiB available "
+                f"(ag.max_memory_usage_ratio={ratio})") from err
 
     def _set_device(self, device: str):
         self.model.to(self.to_torch_device(device))

@@ -35,8 +35,9 @@ def dropout_generator(generator: Optional[torch.Generator]):
 
 def byte_dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     """Dropout whose CPU mask comes from random bytes (8 per 64-bit draw), the rate quantized to 1/256.
-    On CPU, ``F.dropout``'s per-element Bernoulli sampling was ~40 % of a default-size step; this mask costs a
-    third of it.  On GPU torch's kernel is used.  Masks come from the thread's ``dropout_generator``."""
+    On CPU, ``F.dropout`` samples a Bernoulli variable per element, a large share of a small network's step; one
+    random byte per element is cheaper (docs/maya.md gives the measurements).  On GPU torch's kernel is used.
+    Masks come from the thread's ``dropout_generator``."""
     if not training or p <= 0:
         return x
     cut = int(round(p * 256))

@@ -190,6 +190,20 @@ def estimate_step_seconds(net: MayaNetwork, x_num, x_cat, y_label, batch_size: i
             net.train(was_training)
 
 
+def one_epoch_fits(batch_size: int, step_seconds: float, n: int, remaining: float) -> str:
+    """Without validation data (refit_full) nothing can judge a network that stopped within its first epoch
+    against the prior, so such a fit must have time for about one epoch: every step of one pass over the ``n``
+    rows at ``step_seconds`` each, and the context encoding that follows training (about half a step per batch,
+    as ``_Clock.encode_estimate``).  Returns "" when that fits in ``remaining`` seconds, else the reason."""
+    steps = int(np.ceil(n / max(1, batch_size)))
+    need = 1.5 * steps * step_seconds
+    if not np.isfinite(remaining) or need <= remaining:
+        return ""
+    return (f"infeasible: without validation data a fit must train about one epoch ({steps} steps at batch "
+            f"{batch_size}, ~{step_seconds:.2f} s each, and the context encoding: ~{need:.0f} s), "
+            f"{max(remaining, 0.0):.0f} s left")
+
+
 def fit_batch_to_budget(batch_size: int, step_seconds: float, remaining: float, min_steps: int,
                         floor: int = 64) -> tuple:
     """(batch size, reason): the requested batch if ``min_steps`` steps of ``step_seconds`` fit in
@@ -259,7 +273,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     net = fitted.net
     paper = params["recipe"] == "paper"
     groups = parameter_groups(net, params["weight_decay"], matrices_only=paper)
-    # the fused AdamW kernel is ~4x faster per step than the default loop (measured on 2 CPU cores)
+    # fused AdamW updates every parameter in one kernel instead of a loop over them (docs/maya.md: its cost)
     opt = torch.optim.AdamW(groups, lr=params["learning_rate"], fused=True)
     n = len(x_num)
     batch_size = max(2, min(int(params["batch_size"]), n))
@@ -290,8 +304,15 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     min_steps = MIN_STEPS_PER_EPOCH
     why = ""
     if np.isfinite(budget.remaining()):
+        asked = batch_size
         est = estimate_step_seconds(net, x_num, x_cat, y_label, batch_size, budget.remaining(), min_steps)
         batch_size, why = fit_batch_to_budget(batch_size, est, budget.remaining(), min_steps)
+        if batch_size and val_score_fn is None:
+            epoch_why = one_epoch_fits(batch_size, est * batch_size / asked, n, budget.remaining())
+            if epoch_why:
+                batch_size, why = 0, epoch_why
+        if why.startswith("infeasible"):
+            why += f" ({x_num.shape[1] + x_cat.shape[1] + 1} tokens per row)"
     if why:
         logger.log(20, f"\tMAYA: {why}")
     ema_epochs = params["ema_epochs"] if batch_size else None
@@ -323,7 +344,7 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
         kept = net
         if weight_avg is not None:
             # The average wins when training has settled but lags while the score still moves fast: score
-            # both, keep the better (always keeping the average lost badly on pol, docs/maya.md).
+            # both, keep the better (always keeping the average loses where it lags, docs/maya.md).
             with weight_avg.swapped_into(net):
                 fitted.set_context(x_num, x_cat, y_label)
                 avg_score = val_score_fn(fitted)

@@ -57,7 +57,7 @@ def _frequencies(y: pd.Series, k: int = 9) -> np.ndarray:
     return np.bincount(y.to_numpy(), minlength=k) / len(y)
 
 
-def test_a_network_trained_for_a_handful_of_steps_gives_way_to_the_prior(tmp_path, caplog):
+def test_a_network_trained_for_a_handful_of_steps_gives_way_to_the_prior(tmp_path, caplog, one_torch_thread_seeded):
     """One epoch (9 steps) validates below the class frequencies on log loss: the model predicts the training
     class frequencies, no worse than the prior on validation, and its info and the log say why."""
     X, y = _nine_classes(400)
@@ -84,7 +84,7 @@ def test_a_network_trained_for_a_handful_of_steps_gives_way_to_the_prior(tmp_pat
                                rtol=1e-6)
 
 
-def test_a_network_that_beats_the_prior_is_kept(tmp_path):
+def test_a_network_that_beats_the_prior_is_kept(tmp_path, one_torch_thread_seeded):
     """The same table and budget scored by accuracy, where the network ties the majority class: it is kept."""
     X, y = _nine_classes(400)
     model = MayaModel(path=str(tmp_path / "m"), name="m", problem_type="multiclass", eval_metric="accuracy",
@@ -95,7 +95,7 @@ def test_a_network_that_beats_the_prior_is_kept(tmp_path):
     assert info["fallback"] is None and len(model.model) == 1 and model.params_trained["member_replay_count"] == 1
 
 
-def test_each_fold_of_a_bag_is_judged_on_its_own_validation_rows(tmp_path):
+def test_each_fold_of_a_bag_is_judged_on_its_own_validation_rows(tmp_path, one_torch_thread_seeded):
     """Bagged, every fold compares itself with the prior on its own held-out rows, and none scores below it."""
     from autogluon.core.models import BaggedEnsembleModel
 
@@ -119,7 +119,8 @@ def _steps_cost(monkeypatch, seconds: float):
 
 
 @pytest.mark.parametrize("validation", [False, True])
-def test_without_validation_a_fit_needs_time_for_about_one_epoch(tmp_path, monkeypatch, validation):
+def test_without_validation_a_fit_needs_time_for_about_one_epoch(tmp_path, monkeypatch, validation,
+                                                                 one_torch_thread_seeded):
     """1,200 rows at batch 128 are 10 steps an epoch; at 1 s a step, 8 steps fit in the 11.4 s of a 12 s limit
     (the clock stands still) but an epoch and its context encoding (15 s) do not.  Without validation data the
     fit declines, naming the reason; with it, it trains (and is judged against the prior)."""

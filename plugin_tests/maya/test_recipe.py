@@ -73,7 +73,6 @@ def _train_on_a_plateau(recipe: str, monkeypatch):
     score never improves: the default recipe cuts the rate after 5 such epochs (trainer.PLATEAU_PATIENCE)."""
     monkeypatch.setattr(torch.optim, "AdamW", _RecordingAdamW)
     _RecordingAdamW.built = []
-    torch.manual_seed(0)
     x = torch.randn(64, 3)
     y = (x[:, 0] > 0).long()
     fitted = trainer.FittedMaya(trainer.MayaNetwork(3, [], 2, "class", 2, hidden_size=8, num_heads=2))
@@ -106,7 +105,7 @@ def _linear_weights(net) -> set:
     return out
 
 
-def test_the_paper_recipe_trains_at_a_constant_rate_with_decay_on_matrices_only(monkeypatch):
+def test_the_paper_recipe_trains_at_a_constant_rate_with_decay_on_matrices_only(monkeypatch, one_torch_thread_seeded):
     summary, opt, net, decayed = _train_on_a_plateau("paper", monkeypatch)
     assert summary["final_lr"] == 1e-2 and all(g["lr"] == 1e-2 for g in opt.param_groups)
     assert decayed == _linear_weights(net)
@@ -115,7 +114,8 @@ def test_the_paper_recipe_trains_at_a_constant_rate_with_decay_on_matrices_only(
     assert sum(len(g["params"]) for g in opt.param_groups) == len(list(net.parameters()))
 
 
-def test_the_default_recipe_on_the_same_plateau_cuts_the_rate_and_decays_everything(monkeypatch):
+def test_the_default_recipe_on_the_same_plateau_cuts_the_rate_and_decays_everything(monkeypatch,
+                                                                                   one_torch_thread_seeded):
     """The same run under the default recipe: the plateau the paper test trains on is long enough to cut the
     rate, and the default's decay reaches every parameter, so the paper test can tell the two apart."""
     summary, _, net, decayed = _train_on_a_plateau("default", monkeypatch)
@@ -123,7 +123,7 @@ def test_the_default_recipe_on_the_same_plateau_cuts_the_rate_and_decays_everyth
     assert decayed == {n for n, _ in net.named_parameters()}
 
 
-def test_a_paper_fit_is_one_network_on_quantile_inputs_and_a_users_value_still_wins(tmp_path):
+def test_a_paper_fit_is_one_network_on_quantile_inputs_and_a_users_value_still_wins(tmp_path, one_torch_thread_seeded):
     rng = np.random.default_rng(0)
     X = pd.DataFrame(rng.normal(size=(300, 3)), columns=list("abc"))
     y = pd.Series(np.digitize(X["a"] + X["b"], [-0.5, 0.5]))

@@ -19,7 +19,7 @@ def _rounded_mean(values) -> int:
     return int(round(sum(values) / len(values)))  # Python's round, as AutoGluon's
 
 
-def test_a_bagged_refit_replays_the_folds_combined_record(tmp_path, autogluon_log_level):
+def test_a_bagged_refit_replays_the_folds_combined_record(tmp_path, autogluon_log_level, one_torch_thread_seeded):
     from autogluon.tabular import TabularPredictor
 
     rng = np.random.default_rng(0)

@@ -67,9 +67,8 @@ def test_no_time_for_a_further_member_is_a_stop_for_time():
     assert "another member needs" in report["stop"]["members"]
 
 
-def test_patience_stops_the_trainer_at_the_epoch_it_counts_to():
+def test_patience_stops_the_trainer_at_the_epoch_it_counts_to(one_torch_thread_seeded):
     """A validation score that never improves after epoch 1, patience 3, 8 steps an epoch: stop after epoch 4."""
-    torch.manual_seed(0)
     x = torch.randn(64, 3)
     y = (x[:, 0] > 0).long()
     fitted = trainer.FittedMaya(trainer.MayaNetwork(3, [], 2, "class", 2, hidden_size=8, num_heads=2))
@@ -84,7 +83,7 @@ def test_patience_stops_the_trainer_at_the_epoch_it_counts_to():
         ["max_epochs", "time", "time"]
 
 
-def test_a_model_that_ends_before_half_its_time_records_why_in_its_info(tmp_path):
+def test_a_model_that_ends_before_half_its_time_records_why_in_its_info(tmp_path, one_torch_thread_seeded):
     """Two epochs a member on a clock that stands still: the fit uses none of its 60 s and says it stopped
     early, by max_epochs at epoch 2 of its last member."""
     rng = np.random.default_rng(0)

@@ -25,7 +25,7 @@ def _wide(n: int, f: int = 520, seed: int = 0):
     return X, pd.Series((factors[:, 0] > 0).astype(int))
 
 
-def test_a_520_column_table_trains_on_every_column(tmp_path):
+def test_a_520_column_table_trains_on_every_column(tmp_path, one_torch_thread_seeded):
     X, y = _wide(120)
     model = MayaModel(path=str(tmp_path / "m"), name="m", problem_type="binary", hyperparameters=TINY)
     model.fit(X=X, y=y, num_cpus=1, num_gpus=0)
@@ -34,7 +34,8 @@ def test_a_520_column_table_trains_on_every_column(tmp_path):
     assert np.isfinite(model.predict_proba(X.iloc[:5])).all()
 
 
-def test_a_table_beyond_the_memory_estimate_is_declined_naming_the_reason(tmp_path, caplog, autogluon_log_level):
+def test_a_table_beyond_the_memory_estimate_is_declined_naming_the_reason(tmp_path, caplog, autogluon_log_level,
+                                                                          one_torch_thread_seeded):
     """Through TabularPredictor with a memory budget of 1e-6 of the available memory: AutoGluon skips MAYA, its
     failure record says why in MAYA's words, and the log gives AutoGluon's estimate against the memory."""
     from autogluon.tabular import TabularPredictor
@@ -51,7 +52,7 @@ def test_a_table_beyond_the_memory_estimate_is_declined_naming_the_reason(tmp_pa
     assert "Not enough memory to safely train model" in caplog.text
 
 
-def test_the_memory_refusal_of_a_direct_fit_carries_the_reason(tmp_path):
+def test_the_memory_refusal_of_a_direct_fit_carries_the_reason(tmp_path, one_torch_thread_seeded):
     X, y = _wide(60)
     model = MayaModel(path=str(tmp_path / "m"), name="m", problem_type="binary",
                       hyperparameters={**TINY, "ag.max_memory_usage_ratio": 1e-6})
@@ -59,7 +60,8 @@ def test_the_memory_refusal_of_a_direct_fit_carries_the_reason(tmp_path):
         model.fit(X=X, y=y, num_cpus=1, num_gpus=0)
 
 
-def test_a_table_whose_steps_cannot_fit_the_time_is_declined_naming_the_reason(tmp_path, monkeypatch, caplog):
+def test_a_table_whose_steps_cannot_fit_the_time_is_declined_naming_the_reason(tmp_path, monkeypatch, caplog,
+                                                                                one_torch_thread_seeded):
     """A step estimated at 10 s (injected) on a clock that stands still: 8 steps do not fit in a 30 s limit at any
     batch, so the fit declines before training, and says so in the log and the exception."""
     X, y = _wide(120)

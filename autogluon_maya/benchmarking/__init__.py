@@ -1,7 +1,8 @@
 """Benchmark runner logic behind ``examples/benchmark.py``, kept importable so that tests can reach it.
 
 ``results``  JSON-lines storage, result keys and resume (which fits are still to do).
-``stats``    score matrices, ranks, PAMA, Friedman/Wilcoxon/Holm for the critical-difference diagram.
+``stats``    score matrices, PAMA, normalized scores; average ranks (bencheval) and the critical-difference
+             tests (autorank: Friedman + Nemenyi, or Wilcoxon for two models).
 ``plots``    the report's figures (matplotlib, Agg backend).
 ``report``   ``results.md`` + figures from ``results.jsonl``.
 ``runner``   one fit per child process (protocol P1), with its metrics, timings and peak memory.
@@ -12,9 +13,9 @@ Only ``results`` and ``stats`` are imported here: the rest pulls in matplotlib o
 """
 
 from .results import Task, append_result, config_hash, latest_by_key, read_results, result_key, todo
-from .stats import average_ranks, critical_difference, holm, pama, rank_matrix, score_matrix
+from .stats import CDResult, average_ranks, critical_difference, normalized_scores, pama, score_matrix
 
 __all__ = [
     "Task", "append_result", "config_hash", "latest_by_key", "read_results", "result_key", "todo",
-    "average_ranks", "critical_difference", "holm", "pama", "rank_matrix", "score_matrix",
+    "CDResult", "average_ranks", "critical_difference", "normalized_scores", "pama", "score_matrix",
 ]

@@ -1,4 +1,4 @@
-"""The report's figures: PAMA bars, critical-difference diagram, fit time vs normalized score.
+"""The report's figures: PAMA bars, critical-difference diagram (autorank's), fit time vs normalized score.
 
 Agg backend: the runner works on headless machines and in tests.  Every function writes a figure
 even when there is nothing to show (with a note saying so), so a report always has its three files.
@@ -46,48 +46,29 @@ def pama_bar(pama: pd.Series, path: str | Path, tolerance: float = 0.0, n_datase
 
 
 def cd_diagram(cd: CDResult, path: str | Path) -> None:
-    """Average ranks on an axis (1 = best, on the left); thick bars join models whose differences
-    are not significant (Holm-corrected pairwise Wilcoxon after a Friedman test)."""
+    """autorank's critical-difference diagram: average ranks on an axis (1 = best, on the right), the
+    Nemenyi critical difference above it, bars joining models whose differences are not significant; a
+    label gives each model's average rank.  Drawn only when the Friedman test rejects, as autorank
+    advises; otherwise the figure lists the average ranks with the reason (too few datasets, two
+    models, no difference)."""
     path = Path(path)
+    title = f"Average rank over {cd.n_datasets} dataset{'' if cd.n_datasets == 1 else 's'}"
     if cd.avg_ranks.empty:
         return _empty(path, "Critical difference diagram", "no ranked results yet")
-    names, ranks = list(cd.avg_ranks.index), cd.avg_ranks.to_numpy()
-    k = len(names)
-    hi = max(k, 2)
-    n_groups = len(cd.groups)
-    group_gap, label_gap = 0.25, 0.35
-    left = names[: (k + 1) // 2]
-    right = names[(k + 1) // 2:]
-    depth = group_gap * (n_groups + 1) + label_gap * (max(len(left), len(right)) + 1)
-    fig, ax = plt.subplots(figsize=(8, 1.2 + 0.55 * depth + (0.4 if cd.note else 0)))
-    ax.set_xlim(1 - 0.6 * hi, hi + 0.6 * hi)
-    ax.set_ylim(-depth - 0.2, 0.6)
-    ax.set_axis_off()
-    ax.hlines(0, 1, hi, color="black", lw=1)
-    for t in range(1, hi + 1):
-        ax.vlines(t, 0, 0.1, color="black", lw=1)
-        ax.text(t, 0.18, str(t), ha="center", va="bottom", fontsize=9)
-    base = -group_gap * (n_groups + 1)
-    for side, members in (("left", left), ("right", right)):
-        for i, name in enumerate(members if side == "left" else reversed(members)):
-            r = float(cd.avg_ranks[name])
-            y = base - label_gap * (i + 1)
-            x_end = 1 - 0.1 * hi if side == "left" else hi + 0.1 * hi
-            ax.plot([r, r, x_end], [0, y, y], color="black", lw=0.8)
-            ax.text(x_end + (-0.05 if side == "left" else 0.05) * hi, y, f"{name} ({r:.2f})", fontsize=9,
-                    ha="right" if side == "left" else "left", va="center")
-    for g, group in enumerate(cd.groups):
-        rs = [float(cd.avg_ranks[m]) for m in group]
-        y = -group_gap * (g + 1)
-        ax.hlines(y, min(rs) - 0.03, max(rs) + 0.03, color="tab:red", lw=4)
-    title = f"Average rank over {cd.n_datasets} dataset{'' if cd.n_datasets == 1 else 's'}"
-    if cd.friedman_p is not None:
-        title += f" (Friedman p = {cd.friedman_p:.3g}; Wilcoxon-Holm, alpha = {cd.alpha:g})"
-    elif cd.pairwise_p is not None:
-        title += f" (Wilcoxon-Holm, alpha = {cd.alpha:g})"
-    ax.set_title(title, fontsize=10)
-    if cd.note:
-        ax.text((1 + hi) / 2, -depth - 0.1, cd.note, ha="center", va="top", fontsize=8, style="italic")
+    if cd.ranking is None or cd.cd is None or not cd.significant:
+        lines = [f"{name}: {rank:.2f}" for name, rank in cd.avg_ranks.items()]
+        if cd.test is not None:
+            lines.append(f"{cd.test}: p = {cd.p_value:.3g}")
+        if cd.note:
+            lines.append(cd.note)
+        return _empty(path, title, "\n".join(lines))
+    import autorank
+
+    labelled = cd.ranking.rankdf.rename(index=lambda m: f"{m} ({cd.avg_ranks[m]:.2f})")
+    ax = autorank.plot_stats(cd.ranking._replace(rankdf=labelled), width=8)
+    ax.set_title(f"{title} (Friedman p = {cd.p_value:.3g}; Nemenyi CD = {cd.cd:.2f}, alpha = {cd.alpha:g})",
+                 fontsize=10)
+    fig = ax.get_figure()
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 

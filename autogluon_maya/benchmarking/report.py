@@ -1,7 +1,7 @@
 """The report: ``results.md`` and three figures, rebuilt from ``results.jsonl`` alone.
 
 Rebuilt from scratch on every call (cheap), so it always reflects everything accumulated so far,
-whichever sessions wrote the rows; ``examples/benchmark.py --report-only`` calls just this.
+whichever runs wrote the rows; ``examples/benchmark.py --report-only`` calls just this.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from .stats import (
     critical_difference,
     normalized_scores,
     pama,
-    rank_matrix,
     results_frame,
     score_matrix,
 )
@@ -95,13 +94,12 @@ def write_report(out: str | Path, tolerance: float = 0.0, alpha: float = 0.05,
     labels = sorted(df["label"].unique()) if not df.empty else []
 
     primary = score_matrix(df, "primary")
-    ranks = rank_matrix(primary.oriented)
-    avg = average_ranks(ranks)
     norm = normalized_scores(primary.oriented)
-    cd = critical_difference(ranks, norm, alpha)
+    cd = critical_difference(norm, alpha)
+    avg = cd.avg_ranks  # the ranks of the normalized scores are those of the scores
     pama_pct = pama(primary.oriented, tolerance)
     auc = score_matrix(df, "roc_auc")
-    auc_avg = average_ranks(rank_matrix(auc.oriented))
+    auc_avg = average_ranks(auc.oriented)
 
     md = ["# Benchmark results", ""]
     if df.empty:
@@ -121,11 +119,13 @@ def write_report(out: str | Path, tolerance: float = 0.0, alpha: float = 0.05,
                "over seeds (1 = best, ties share the average rank, a model whose fits all failed ranks last). "
                f"PAMA = % of datasets where the model is among the best (relative tolerance {tolerance:g}).", ""]
         md += _summary(df, labels, avg, auc_avg, pama_pct, len(auc.values))
-        if cd.friedman_p is not None:
-            md += ["", f"Friedman test p = {cd.friedman_p:.4g}."]
+        if cd.test is not None:
+            md += ["", f"{cd.test} p = {cd.p_value:.4g}."]
         if cd.groups:
-            md += ["", f"Not significantly different (Wilcoxon signed-rank on normalized scores, Holm, "
-                       f"alpha = {alpha:g}): " + "; ".join("{" + ", ".join(g) + "}" for g in cd.groups) + "."]
+            how = (f"Friedman test, then Nemenyi's critical difference of {cd.cd:.3f} in average rank"
+                   if cd.cd is not None else "one-sided Wilcoxon signed-rank test")
+            md += ["", f"Not significantly different ({how}; autorank, alpha = {alpha:g}): "
+                   + "; ".join("{" + ", ".join(g) + "}" for g in cd.groups) + "."]
         if cd.note:
             md += ["", f"Note: {cd.note}."]
         for what, items in (("datasets with runs still missing", primary.excluded_datasets),

@@ -1,4 +1,4 @@
-"""Aggregation and statistics over benchmark results: score matrices, ranks, PAMA and the tests
+"""Aggregation and statistics over benchmark results: score matrices, average ranks, PAMA and the tests
 behind the critical-difference diagram.
 
 Conventions, chosen so that one summary covers classification and regression together:
@@ -11,16 +11,23 @@ Conventions, chosen so that one summary covers classification and regression tog
 * A dataset on which some model has not been run yet (no row at all, e.g. a run in progress) is left
   out of the ranking rather than guessed; a model missing on more than half of the datasets is left
   out instead, so that one extra model tried on one dataset does not empty the table.
+
+The rank statistics come from maintained libraries: average ranks from TabArena's ``bencheval``, the
+Friedman test with Nemenyi's critical difference (or, for two models, the Wilcoxon signed-rank test)
+and the diagram from ``autorank``.  Both are imported where they are used, so that importing this
+module stays cheap (``autorank`` loads matplotlib and statsmodels).
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import warnings
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional
+from typing import Any, Iterable, List, Optional
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from .results import latest_by_key
 
@@ -91,18 +98,27 @@ def score_matrix(rows: Iterable[dict] | pd.DataFrame, metric: str = "primary") -
     return ScoreMatrix(values, higher, drop_datasets, drop_models)
 
 
-def rank_matrix(oriented: pd.DataFrame) -> pd.DataFrame:
-    """Rank of each model within each dataset (1 = best, higher score wins); ties share the average
-    rank; NaN (failed) ranks after every finished model."""
-    filled = oriented.astype(float).fillna(-np.inf)
-    ranks = np.vstack([sps.rankdata(-row, method="average") for row in filled.to_numpy()]) if len(filled) else \
-        np.empty((0, oriented.shape[1]))
-    return pd.DataFrame(ranks, index=oriented.index, columns=oriented.columns)
+def average_ranks(oriented: pd.DataFrame) -> pd.Series:
+    """Mean rank per model over datasets, best first (ties in the mean: by name), computed by TabArena's
+    ``bencheval``: within a dataset 1 = best and tied models share the average rank.
 
+    bencheval ranks errors (lower is better, >= 0), so each cell becomes its shortfall from the
+    dataset's best score, which orders the models exactly as the scores do; a failed model (NaN)
+    gets an infinite error, so it ranks after every finished model and failures tie among themselves."""
+    if oriented.empty:
+        return pd.Series(dtype=float)
+    from bencheval.evaluator import BenchmarkEvaluator
 
-def average_ranks(ranks: pd.DataFrame) -> pd.Series:
-    """Mean rank per model over datasets, best first."""
-    return ranks.mean(axis=0).sort_values(kind="mergesort")
+    shortfall = oriented.max(axis=1).to_numpy()[:, None] - oriented.to_numpy(dtype=float)
+    n, k = shortfall.shape
+    long = pd.DataFrame({"dataset": np.repeat(oriented.index.to_numpy(), k),
+                         "model": np.tile(oriented.columns.to_numpy(), n),
+                         "error": np.nan_to_num(shortfall, nan=np.inf).ravel()})
+    evaluator = BenchmarkEvaluator(method_col="model", task_col="dataset", error_col="error",
+                                   columns_to_agg_extra=None)
+    ranks = evaluator.compute_rank(evaluator.compute_results_per_task(long))
+    ranks.index.name = None
+    return ranks.rename(None).sort_index().sort_values(kind="mergesort")
 
 
 def pama(oriented: pd.DataFrame, tolerance: float = 0.0) -> pd.Series:
@@ -134,80 +150,77 @@ def normalized_scores(oriented: pd.DataFrame) -> pd.DataFrame:
     return norm.fillna(-1.0)
 
 
-def holm(pvalues) -> np.ndarray:
-    """Holm–Bonferroni step-down adjustment: the i-th smallest of m p-values is multiplied by
-    (m - i), made monotone (running maximum) and capped at 1; returned in the input order."""
-    p = np.asarray(pvalues, dtype=float)
-    order = np.argsort(p, kind="mergesort")
-    stepped = np.maximum.accumulate((len(p) - np.arange(len(p))) * p[order])
-    adjusted = np.empty_like(p)
-    adjusted[order] = np.minimum(stepped, 1.0)
-    return adjusted
-
-
-def wilcoxon_p(x: np.ndarray, y: np.ndarray) -> float:
-    """Two-sided Wilcoxon signed-rank p-value; 1.0 when the samples do not differ at all."""
-    d = np.asarray(x, float) - np.asarray(y, float)
-    if np.allclose(d, 0.0):
-        return 1.0
-    try:
-        p = float(sps.wilcoxon(x, y, zero_method="wilcox").pvalue)
-    except ValueError:
-        return 1.0
-    return 1.0 if np.isnan(p) else p
+#: autorank refuses fewer paired measurements (datasets) than this
+MIN_DATASETS = 5
 
 
 @dataclass
 class CDResult:
-    """What the critical-difference diagram shows: average ranks, the Friedman p-value, Holm-adjusted
-    pairwise Wilcoxon p-values, and the groups of models not significantly different."""
+    """What the critical-difference diagram shows: average ranks, the omnibus test and its p-value,
+    Nemenyi's critical difference, and the groups of models not significantly different.
+
+    ``ranking`` is autorank's result (its ``rankdf`` in the order of ``avg_ranks``), None when no test
+    could be run; ``note`` says why, or that the test found no difference."""
 
     avg_ranks: pd.Series
     n_datasets: int
     alpha: float
-    friedman_p: Optional[float] = None
-    pairwise_p: Optional[pd.DataFrame] = None
+    test: Optional[str] = None
+    p_value: Optional[float] = None
+    cd: Optional[float] = None
     groups: List[List[str]] = field(default_factory=list)
     note: Optional[str] = None
+    ranking: Optional[Any] = None
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value is not None and self.p_value < self.alpha
 
 
-def _cliques(names: List[str], p: pd.DataFrame, alpha: float) -> List[List[str]]:
-    """Maximal runs of consecutive models (by average rank) in which no pair differs significantly."""
-    runs = []
-    for i in range(len(names)):
-        j = i
-        while j + 1 < len(names) and all(p.loc[names[a], names[j + 1]] >= alpha for a in range(i, j + 1)):
-            j += 1
-        if j > i and not any(a <= i and j <= b for a, b in runs):
-            runs.append((i, j))
-    return [names[a:b + 1] for a, b in runs]
+def critical_difference(normalized: pd.DataFrame, alpha: float = 0.05) -> CDResult:
+    """Rank tests on a datasets × models matrix of normalized scores (``normalized_scores``), by autorank.
 
-
-def critical_difference(ranks: pd.DataFrame, normalized: pd.DataFrame, alpha: float = 0.05) -> CDResult:
-    """Friedman test over the rank matrix, then pairwise Wilcoxon signed-rank tests on the normalized
-    scores with Holm correction (Demšar 2006, Benavoli et al. 2016).  If Friedman does not reject,
-    all models form one group.  Fewer than 3 datasets or 2 models: ranks only, with a note."""
-    avg = average_ranks(ranks)
-    n, k = ranks.shape
+    Three models or more: Friedman test, then Nemenyi's critical difference (Demšar 2006); the groups
+    are autorank's, the ones its diagram draws as bars.  If Friedman does not reject, all models form
+    one group.  Two models: Wilcoxon signed-rank test (one-sided, the better median against the other).
+    Fewer than ``MIN_DATASETS`` datasets or 2 models: average ranks only, with a note."""
+    avg = average_ranks(normalized)
+    n, k = normalized.shape
     res = CDResult(avg, n, alpha)
-    if k < 2 or n < 3:
+    if k < 2 or n < MIN_DATASETS:
         res.note = f"{n} dataset(s), {k} model(s): too few for significance tests; average ranks only"
+        if k >= 2 and n >= 3:
+            res.note += f" (autorank's tests need at least {MIN_DATASETS} datasets)"
         return res
+    import autorank
+
+    # force_mode="nonparametric": the scores are per-dataset min-max scalings with failures at -1, far
+    # from normal, and the report is about ranks.  Left to its Shapiro-Wilk and Levene checks, autorank
+    # would switch to repeated-measures ANOVA with Tukey's HSD (no ranks, no CD diagram) whenever a
+    # handful of datasets happened to pass them.  autorank prints its tables and decisions to stdout,
+    # and scipy warns on constant columns (every model tied); neither belongs in the report's output.
+    with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ranking = autorank.autorank(normalized.reset_index(drop=True), alpha=float(alpha), order="descending",
+                                    force_mode="nonparametric")
     names = list(avg.index)
-    if k >= 3:
-        res.friedman_p = float(sps.friedmanchisquare(*[ranks[m].to_numpy() for m in names]).pvalue)
-        if np.isnan(res.friedman_p):  # identical ranks on every dataset
-            res.friedman_p = 1.0
-    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-    raw = [wilcoxon_p(normalized[a].to_numpy(), normalized[b].to_numpy()) for a, b in pairs]
-    adj = holm(raw)
-    p = pd.DataFrame(1.0, index=names, columns=names)
-    for (a, b), v in zip(pairs, adj):
-        p.loc[a, b] = p.loc[b, a] = v
-    res.pairwise_p = p
-    if res.friedman_p is not None and res.friedman_p >= alpha:
-        res.groups = [names]
-        res.note = f"Friedman p = {res.friedman_p:.3g} >= {alpha}: no significant differences"
+    ranking = ranking._replace(rankdf=ranking.rankdf.loc[names])
+    res.ranking = ranking
+    p = float(ranking.pvalue)
+    res.p_value = 1.0 if np.isnan(p) else p  # NaN: every model tied on every dataset
+    if ranking.omnibus == "friedman":
+        # the function autorank's own diagram draws its bars from (exported in autorank._util.__all__),
+        # so that the groups in the text are the bars in the figure
+        from autorank._util import get_sorted_rank_groups
+
+        res.test, res.cd = "Friedman test", float(ranking.cd)
+        if not res.significant:
+            res.groups = [names]
+            res.note = f"Friedman p = {res.p_value:.3g} >= {alpha:g}: no significant differences"
+        else:
+            _, ordered, runs = get_sorted_rank_groups(ranking, False)
+            res.groups = [ordered[a:b + 1] for a, b in runs]
     else:
-        res.groups = _cliques(names, p, alpha)
+        res.test = "One-sided Wilcoxon signed-rank test on normalized scores"
+        res.groups = [] if res.significant else [names]
     return res

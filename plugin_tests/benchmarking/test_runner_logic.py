@@ -1,6 +1,6 @@
 """Logic of the benchmark runner (examples/benchmark.py) without any model fit: P1 splits, result keys
-and resume, ranks, PAMA, Holm, the CD statistics and the report files, on hand-made tables whose
-expected values are worked out by hand in the comments."""
+and resume, ranks, PAMA, our use of bencheval and autorank for the rank statistics, and the report files,
+on hand-made tables whose expected values are worked out by hand in the comments."""
 
 from __future__ import annotations
 
@@ -16,14 +16,12 @@ from autogluon_maya.benchmarking import (
     average_ranks,
     config_hash,
     critical_difference,
-    holm,
+    normalized_scores,
     pama,
-    rank_matrix,
     read_results,
     score_matrix,
     todo,
 )
-from autogluon_maya.benchmarking.stats import normalized_scores
 from autogluon_maya.common.protocol import Dataset, p1_split
 
 CFG = config_hash(300, None, {})
@@ -115,18 +113,25 @@ def test_resume_skips_finished_keys(tmp_path):
         assert len(todo(tasks, read_results(path), retry_failed=True)) == 6
 
 
-# --- ranks, PAMA, Holm, CD -----------------------------------------------------------------------
+# --- ranks, PAMA, CD -----------------------------------------------------------------------------
 
-def test_ranks_with_tie_and_failure():
+def test_average_ranks_with_tie_and_failure():
     sm = score_matrix(_table())
     assert sm.values.loc["d1", "A"] == pytest.approx(0.90)
-    ranks = rank_matrix(sm.oriented)
-    assert ranks.loc["d1"].tolist() == [1.0, 2.5, 2.5]
-    assert ranks.loc["d2"].tolist() == [2.0, 1.0, 3.0]
-    assert ranks.loc["d3"].tolist() == [3.0, 2.0, 1.0]
-    avg = average_ranks(ranks)
+    avg = average_ranks(sm.oriented)
     assert list(avg.index) == ["B", "A", "C"]
     assert avg.to_dict() == pytest.approx({"A": 2.0, "B": 5.5 / 3, "C": 6.5 / 3})
+    # the normalized scores (failed = -1) rank exactly as the scores do
+    assert average_ranks(normalized_scores(sm.oriented)).to_dict() == pytest.approx(avg.to_dict())
+
+
+def test_average_ranks_put_every_failure_last_and_tie_failures():
+    """d1: A .9, B failed, C failed, D .5 -> A 1, D 2, B and C share 3.5; d2: all four finished, D best,
+    then C, B, A -> A 4, B 3, C 2, D 1.  Means: A 2.5, B 3.25, C 2.75, D 1.5."""
+    oriented = pd.DataFrame({"A": [0.9, 0.1], "B": [np.nan, 0.2], "C": [np.nan, 0.3], "D": [0.5, 0.4]},
+                            index=["d1", "d2"])
+    assert average_ranks(oriented).to_dict() == pytest.approx({"A": 2.5, "B": 3.25, "C": 2.75, "D": 1.5})
+    assert average_ranks(oriented.iloc[:0]).empty
 
 
 def test_score_matrix_leaves_out_pending_datasets_and_rare_models():
@@ -150,36 +155,62 @@ def test_pama_strict_with_tie_and_with_tolerance():
     assert pama(oriented, tolerance=0.2).to_dict() == pytest.approx({"A": 50.0, "B": 100.0, "C": 75.0})
 
 
-def test_holm_against_hand_computed_values():
-    # sorted: .005*4 = .02, .01*3 = .03, .03*2 = .06, .04*1 = .04 -> running max .02 .03 .06 .06
-    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
-    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])  # 2 x .5 = 1, capped
-    assert holm([0.2]) == pytest.approx([0.2])
-
-
-def test_holm_matches_statsmodels_if_installed():
-    multitest = pytest.importorskip("statsmodels.stats.multitest")
-    p = np.random.default_rng(0).uniform(0, 0.2, 12)
-    assert holm(p) == pytest.approx(multitest.multipletests(p, method="holm")[1])
-
-
-def test_critical_difference_groups_and_few_datasets():
-    # A best on all 8 datasets; B and C alternate second/third -> {B, C} not different, A apart.
+def _ranked_rows(order_per_dataset):
+    """One binary dataset per entry; the models in the entry's order get accuracies .9, .8, .7, ..."""
     rows = []
-    for i in range(8):
-        b, c = (0.80, 0.70) if i % 2 == 0 else (0.70, 0.80)
-        rows += [_row(f"d{i}", "A", "binary", accuracy=0.95 + 0.001 * i),
-                 _row(f"d{i}", "B", "binary", accuracy=b + 0.01 * i),
-                 _row(f"d{i}", "C", "binary", accuracy=c + 0.011 * i)]
-    sm = score_matrix(rows)
-    ranks = rank_matrix(sm.oriented)
-    cd = critical_difference(ranks, normalized_scores(sm.oriented))
-    # Friedman: 12 / (8*3*4) * (8^2 + 20^2 + 20^2) - 3*8*4 = 12 -> p = exp(-6)
-    assert cd.friedman_p == pytest.approx(np.exp(-6.0))
-    assert cd.pairwise_p.loc["A", "B"] < 0.05 and cd.pairwise_p.loc["A", "C"] < 0.05
-    assert [sorted(g) for g in cd.groups] == [["B", "C"]]
-    few = critical_difference(ranks.iloc[:2], normalized_scores(sm.oriented).iloc[:2])
-    assert few.friedman_p is None and few.groups == [] and "too few" in few.note
+    for i, order in enumerate(order_per_dataset):
+        rows += [_row(f"d{i}", m, "binary", accuracy=0.9 - 0.1 * j) for j, m in enumerate(order)]
+    return rows
+
+
+def _abcd(n=6):
+    """A first and D last on every dataset, B and C alternating second and third.
+    Average ranks A 1.0, B 2.5, C 2.5, D 4.0.  Friedman: rank sums 6, 15, 15, 24 over n = 6 datasets,
+    chi2 = 12 / (6*4*5) * (36 + 225 + 225 + 576) - 3*6*5 = 16.2 with 3 degrees of freedom.
+    Nemenyi: CD = 2.569 * sqrt(4*5 / (6*6)) = 1.915 (q_0.05 for 4 models, Demsar 2006), so A is within
+    CD of B and C (1.5) but not of D (3.0), and B, C are within CD of D (1.5): two overlapping groups."""
+    return _ranked_rows(["ABCD" if i % 2 == 0 else "ACBD" for i in range(n)])
+
+
+def test_critical_difference_nemenyi_groups_from_autorank():
+    from scipy.stats import chi2
+
+    sm = score_matrix(_abcd())
+    cd = critical_difference(normalized_scores(sm.oriented))
+    assert cd.test == "Friedman test" and cd.significant
+    assert cd.p_value == pytest.approx(chi2.sf(16.2, 3))
+    assert cd.cd == pytest.approx(1.915, abs=1e-3)
+    assert cd.avg_ranks.to_dict() == pytest.approx({"A": 1.0, "B": 2.5, "C": 2.5, "D": 4.0})
+    assert [sorted(g) for g in cd.groups] == [["A", "B", "C"], ["B", "C", "D"]]
+    # autorank ranked the same way round (1 = highest score) and holds the models in our order
+    assert list(cd.ranking.rankdf.index) == list(cd.avg_ranks.index)
+    assert cd.ranking.rankdf["meanrank"].to_dict() == pytest.approx(cd.avg_ranks.to_dict())
+
+
+def test_critical_difference_without_significance_and_with_few_datasets():
+    # each model first on two of six datasets, second on two, third on two: equal average ranks
+    sm = score_matrix(_ranked_rows(["ABC", "BCA", "CAB"] * 2))
+    cd = critical_difference(normalized_scores(sm.oriented))
+    assert cd.test == "Friedman test" and cd.p_value == pytest.approx(1.0) and not cd.significant
+    assert cd.groups == [["A", "B", "C"]] and "no significant differences" in cd.note
+    # every model tied everywhere: Friedman's statistic is undefined, reported as p = 1
+    tied = critical_difference(pd.DataFrame(1.0, index=[f"d{i}" for i in range(5)], columns=["A", "B", "C"]))
+    assert tied.p_value == 1.0 and tied.groups == [["A", "B", "C"]]
+    few = critical_difference(normalized_scores(score_matrix(_abcd(4)).oriented))
+    assert few.p_value is None and few.ranking is None and few.groups == []
+    assert "too few" in few.note and "at least 5 datasets" in few.note
+    assert few.avg_ranks.to_dict() == pytest.approx({"A": 1.0, "B": 2.5, "C": 2.5, "D": 4.0})
+
+
+def test_critical_difference_of_two_models_is_a_wilcoxon_test():
+    """B beats A on all 6 datasets: one-sided Wilcoxon signed-rank p = 1/2^6; with A winning one of the
+    six the exact one-sided p is larger than .05 and both models form one group."""
+    sm = score_matrix(_ranked_rows(["BA"] * 6))
+    cd = critical_difference(normalized_scores(sm.oriented))
+    assert cd.test.startswith("One-sided Wilcoxon") and cd.cd is None
+    assert cd.p_value == pytest.approx(1 / 64) and cd.groups == []
+    mixed = critical_difference(normalized_scores(score_matrix(_ranked_rows(["BA"] * 5 + ["AB"])).oriented))
+    assert mixed.p_value > 0.05 and mixed.groups == [["B", "A"]]
 
 
 def test_roc_auc_matches_sklearn():
@@ -217,7 +248,7 @@ def test_report_writes_markdown_and_figures(tmp_path):
     assert lines["C"].startswith("| C | 2.17 |")
     assert "**0.9000 ± 0.0283**" in md  # d1 accuracy of A: mean .90, std of (.88, .92) with ddof 1
     assert "error: RuntimeError: boom" in md
-    assert "no significant differences" in md  # Friedman on 3 datasets: p far above .05, one group
+    assert "too few for significance tests" in md and "Friedman" not in md  # 3 datasets: ranks only
     json.loads((tmp_path / "results.jsonl").read_text().splitlines()[0])
 
 
@@ -232,6 +263,34 @@ def test_report_on_empty_and_single_dataset(tmp_path):
     paths = write_report(tmp_path / "one", report_dir=tmp_path / "one" / "report")
     assert all(paths[n].exists() and paths[n].parent.name == "report" for n in REPORT_FILES)
     assert "too few for significance tests" in paths["results.md"].read_text()
+
+
+def test_report_gives_the_tests_and_draws_autoranks_diagram(tmp_path, monkeypatch):
+    import autorank
+
+    from autogluon_maya.benchmarking.report import write_report
+
+    drawn = []
+
+    def spy(result, **kwargs):
+        drawn.append(list(result.rankdf.index))
+        return plot_stats(result, **kwargs)
+
+    plot_stats = autorank.plot_stats
+    monkeypatch.setattr(autorank, "plot_stats", spy)
+    for row in _abcd():
+        append_result(tmp_path / "results.jsonl", row)
+    md = write_report(tmp_path)["results.md"].read_text()
+    assert "Friedman test p = 0.001032." in md  # chi2 = 16.2, 3 degrees of freedom (see _abcd)
+    assert ("Not significantly different (Friedman test, then Nemenyi's critical difference of 1.915 in average "
+            "rank; autorank, alpha = 0.05): {A, B, C}; {B, C, D}.") in md
+    assert drawn == [["A (1.00)", "B (2.50)", "C (2.50)", "D (4.00)"]]
+    # no significant difference: no CD diagram, the figure lists the ranks instead
+    drawn.clear()
+    for row in _ranked_rows(["ABC", "BCA", "CAB"] * 2):
+        append_result(tmp_path / "flat" / "results.jsonl", row)
+    md = write_report(tmp_path / "flat")["results.md"].read_text()
+    assert "Friedman test p = 1." in md and "no significant differences" in md and drawn == []
 
 
 def test_report_when_every_fit_failed(tmp_path):

@@ -7,7 +7,8 @@
 
 Tables by name, dataset folder or CSV: see ``examples/example_data.py``.  The rows are split 64/16/20 %; the
 validation part is AutoGluon's ``tuning_data`` and scores every trial; the test part is only reported.  Search spaces: MAYA's
-``maya_search_space()`` (the paper's Table 12, starting from the CPU defaults) and TabSwift's
+``maya_search_space()`` (on a CPU Table 12 narrowed to CPU sizes, on a GPU the
+paper's Table 12; starting from the defaults) and TabSwift's
 ``tabswift_search_space()`` (ensemble size, context rows, early exit, fine-tuning).  Both models send
 their HPO to Ray Tune (``_get_hpo_backend``), which runs trials as parallel Ray tasks: on CPUs each trial
 takes ``--cpus-per-trial`` cores; with ``--num-gpus`` each trial gets ``--gpus-per-trial`` of a GPU

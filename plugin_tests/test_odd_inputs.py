@@ -173,14 +173,6 @@ def test_maya_520_features_memory_estimate_is_within_2x_of_the_fit():
     assert np.isfinite(r["proba"]).all()
 
 
-def test_maya_declines_520_features_by_default_with_a_clear_error(tmp_path):
-    from autogluon.core.utils.exceptions import ConstraintViolationError
-
-    X, y = _wide(100, 7)
-    with pytest.raises(ConstraintViolationError, match="max_features"):
-        _fit(MayaModel, tmp_path, X, y, "binary")
-
-
 @pytest.mark.slow
 def test_maya_520_features_trains_within_a_30s_limit(tmp_path):
     """MAYA on 520 columns with time_limit=30: trained (not skipped as infeasible) and within the limit

@@ -15,7 +15,7 @@ from autogluon_maya import MayaModel
 from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya.defaults import resolve_defaults
 from autogluon_maya.maya.network import MayaNetwork
-from autogluon_maya.maya.trainer import (FittedMaya, estimate_step_seconds, fit_batch_to_budget, make_loss,
+from autogluon_maya.maya.trainer import (FittedMaya, fit_batch_to_budget, make_loss,
                                          train_maya)
 from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
 
@@ -84,20 +84,6 @@ def test_model_fit_of_an_infeasible_config_raises_time_limit_with_the_reason(tmp
     with pytest.raises(TimeLimitExceeded, match="infeasible"):
         model.fit(X=X, y=y, time_limit=5, num_cpus=1, num_gpus=0)
     assert time.time() - t0 < 5 * 1.05 + 2
-
-
-def test_tables_wider_than_max_features_are_declined_up_front(tmp_path, monkeypatch):
-    """458 tokens per row: MAYA could not learn such a table in minutes on a CPU, so it declines it before
-    training (AutoGluon logs the reason and fits the other models); ``ag.max_features`` in ag_args_fit raises the cap."""
-    rng = np.random.default_rng(0)
-    X = pd.DataFrame(rng.normal(size=(80, 310)), columns=[f"c{i}" for i in range(310)])
-    y = pd.Series((X["c0"] > 0).astype(int))
-    model = MayaModel(path=str(tmp_path), name="wide", problem_type="binary", eval_metric="accuracy",
-                      hyperparameters={"max_epochs": 1})
-    monkeypatch.setattr(MayaModel, "_fit", lambda *a, **k: pytest.fail("declined only after training started"))
-    with pytest.raises(Exception, match="max_features=300") as info:
-        model.fit(X=X, y=y, num_cpus=1, num_gpus=0)
-    assert "ConstraintViolation" in type(info.value).__name__
 
 
 def _cadence_fit(validation_every, patience=4, max_epochs=12):

@@ -1,4 +1,4 @@
-"""Benchmark runner logic behind ``examples/benchmark.py``, kept importable so that tests can reach it.
+"""Benchmark runner logic behind ``examples/benchmarks/benchmark.py``, kept importable so that tests can reach it.
 
 ``results``  JSON-lines storage, result keys and resume (which fits are still to do).
 ``stats``    score matrices, PAMA, normalized scores; average ranks (bencheval) and the critical-difference

@@ -1,7 +1,7 @@
 """The report: ``results.md`` and three figures, rebuilt from ``results.jsonl`` alone.
 
 Rebuilt from scratch on every call (cheap), so it always reflects everything accumulated so far,
-whichever runs wrote the rows; ``examples/benchmark.py --report-only`` calls just this.
+whichever runs wrote the rows; ``examples/benchmarks/benchmark.py --report-only`` calls just this.
 """
 
 from __future__ import annotations

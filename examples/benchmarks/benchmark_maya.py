@@ -1,4 +1,4 @@
-"""Protocol P1 benchmark of MAYA against GBM, CAT and NN_TORCH: ``examples/benchmark.py`` with MAYA's
+"""Protocol P1 benchmark of MAYA against GBM, CAT and NN_TORCH: ``examples/benchmarks/benchmark.py`` with MAYA's
 defaults (4 datasets, seed 0, 600 s per fit, results in ``examples/benchmarks/results/maya_p1/results.jsonl``).
 
     python examples/benchmarks/benchmark_maya.py                       # the defaults below
@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/benchmark.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/benchmarks/benchmark.py
 from benchmark import main  # noqa: E402
 
 MAYA_P1 = ["--datasets", "california_housing,telco_churn,adult,bank_churn", "--models", "MAYA,GBM,CAT,NN_TORCH",

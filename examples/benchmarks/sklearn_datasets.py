@@ -1,7 +1,7 @@
 """Write scikit-learn's bundled real tables as dataset folders (``data.csv.gz`` + ``meta.json``) for the benchmark.
 
     python examples/benchmarks/sklearn_datasets.py --out /tmp/sk_datasets
-    python examples/benchmark.py --data-dir /tmp/sk_datasets --datasets digits --models MAYA,NN_TORCH,KNN ...
+    python examples/benchmarks/benchmark.py --data-dir /tmp/sk_datasets --datasets digits --models MAYA,NN_TORCH,KNN ...
 
 Why: the shared datasets hold three multiclass tables (satimage, letter, otto), and MAYA's defaults were screened
 on two of them.  A table none of the screens saw tells whether a change helps multiclass or only those two.

@@ -3,7 +3,7 @@
 
     python examples/benchmarks/weight_averaging_table.py   # writes results.md in that folder
 
-``results.jsonl``: ``examples/benchmark.py`` fits (P1, seed 0, 2 cores, one fit at a time, nothing else
+``results.jsonl``: ``examples/benchmarks/benchmark.py`` fits (P1, seed 0, 2 cores, one fit at a time, nothing else
 running).  Rows whose fit ran while a variant was the package default are relabelled with the variant's
 name and settings (``relabelled_from``), so each row says what ran.  ``average_kept``: fits before
 2026-12-01 11:24 always kept the moving average (commits 481dec5 / 39982ce); later ones keep the better
@@ -28,7 +28,7 @@ def main() -> None:
     lines = ["# MAYA regression defaults: a moving average of the weights (de93d22 / 39982ce, 2026-12-01)", "",
              "Test RMSE (lower is better) and validation RMSE, P1 split, seed 0. "
              "`ema_epochs=None, add_act=False, num_decoder_layers=1` is the default before these runs (the paper: no average).", "",
-             "## Benchmark fits (`examples/benchmark.py`, 2 cores, nothing else running)", "",
+             "## Benchmark fits (`examples/benchmarks/benchmark.py`, 2 cores, nothing else running)", "",
              "| dataset | budget s | settings | average kept | test RMSE | val RMSE | fit s |",
              "|---|---:|---|---|---:|---:|---:|"]
     rows = [json.loads(l) for l in open(HERE / "results.jsonl")]

@@ -1,4 +1,4 @@
-"""Logic of the benchmark runner (examples/benchmark.py) without any model fit: P1 splits, result keys
+"""Logic of the benchmark runner (examples/benchmarks/benchmark.py) without any model fit: P1 splits, result keys
 and resume, ranks, PAMA, our use of bencheval and autorank for the rank statistics, and the report files,
 on hand-made tables whose expected values are worked out by hand in the comments."""
 

@@ -1,9 +1,9 @@
 """Benchmark AutoGluon models under protocol P1 and report ranks, PAMA and a critical-difference diagram.
 
-    python examples/benchmark.py --data-dir $AUTOGLUON_MAYA_DATASETS --models MAYA,GBM,CAT,XGB,NN_TORCH,TABM,REALMLP \
+    python examples/benchmarks/benchmark.py --data-dir $AUTOGLUON_MAYA_DATASETS --models MAYA,GBM,CAT,XGB,NN_TORCH,TABM,REALMLP \
         --seeds 0,1,2 --time-limit 300 --out results/
-    python examples/benchmark.py --quick                    # 4 small datasets, 4 models, 60 s, ~20 min on 2 cores
-    python examples/benchmark.py --out results/ --report-only
+    python examples/benchmarks/benchmark.py --quick                    # 4 small datasets, 4 models, 60 s, ~20 min on 2 cores
+    python examples/benchmarks/benchmark.py --out results/ --report-only
 
 P1 (autogluon_maya.common.protocol): 64/16/20 train/validation/test split, stratified for
 classification; the validation part is ``tuning_data``; one fit per model with

@@ -56,14 +56,22 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     # preprocessing
     "numeric_transform": ByType("quantile", "minmax_or_quantile", "quantile", "quantile"),
     "numeric_scale": ByType(1.0, 5.0, 1.0, 1.0),  # numeric token j = (s x_j) W_j + b_j
+    # the numeric token: None is the paper's linear token (Eq. 1); "periodic" / "piecewise" are the embeddings of
+    # Gorishniy et al. 2022 (network.FeatureTokenizer, NUM_EMBEDDINGS)
+    "num_embeddings": None,
 }
+# numeric tokens besides the paper's linear one: PLR (periodic -> linear -> ReLU) and piecewise-linear embeddings
+# on quantile bins of the training rows (Gorishniy et al., "On Embeddings for Numerical Features in Tabular Deep
+# Learning", NeurIPS 2022, sections 3.2-3.3)
+NUM_EMBEDDINGS = ("periodic", "piecewise")
 # what batch_size="auto" starts from, before a small table lowers it (trainer.effective_batch_size)
 AUTO_BATCH_ROWS = _cls_reg(128, 256)._asdict()
 # recipe="paper": one network trained as the paper does (Appendix B.2, Table 12; FT-Transformer's protocol, which
 # it follows): quantile-normal inputs at scale 1, no weight average, every epoch validated, Table 12's smallest
 # batch; the trainer reads the recipe for a constant rate and weight decay on weight matrices only.
 PAPER: Dict[str, Any] = {"batch_size": 1024, "ensemble_members": 1, "parallel_members": 1, "ema_epochs": None,
-                         "validation_every": 1, "numeric_transform": "quantile", "numeric_scale": 1.0}
+                         "validation_every": 1, "numeric_transform": "quantile", "numeric_scale": 1.0,
+                         "num_embeddings": None}
 # The members a refit_full trains.  Given explicitly, REPLAY_KEY is [[seed, epochs], ...], replayed exactly
 # (members.train_members).  A fit records its own as plain integers instead (replay_record), because a bagged
 # model's refit combines its folds' records key by key (AutoGluon's BaggedEnsembleModel._get_compressed_params:
@@ -161,6 +169,7 @@ CHECKS = {
     "parallel_members": ("'auto' or an integer >= 1", _or(_one_of("auto"), _int(1))),
     "numeric_transform": ("one of quantile, minmax, minmax_or_quantile, standard, none",
                           _one_of("quantile", "minmax", "minmax_or_quantile", "standard", "none")),
+    "num_embeddings": ("None, 'periodic' or 'piecewise'", _or(lambda v: v is None, _one_of(*NUM_EMBEDDINGS))),
 }
 
 
@@ -178,4 +187,10 @@ def check_params(params: Dict[str, Any]) -> Dict[str, Any]:
         if not ok(value):
             raise ValueError(f"MAYA setting {key} must be {takes}, got {value!r}")
         out[key] = value
+    if out["recipe"] == "paper" and out["num_embeddings"] is not None:
+        # the recipe's training settings can be overridden (docs/maya.md), but the numeric token is the model
+        # itself: the paper's is linear (Eq. 1), so a paper fit with another token would not be the paper's MAYA
+        raise ValueError(f"MAYA setting num_embeddings must be None with recipe='paper' (the paper's numeric token "
+                         f"is linear, Eq. 1), got {out['num_embeddings']!r}; numeric embeddings need "
+                         f"recipe='default'")
     return out

@@ -106,7 +106,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
 
         from ..common.preprocessing import TargetScaler
         from ..common.training import TimeBudget, to_tensors
-        from .network import NETWORK_KEYS, MayaNetwork
+        from .network import NETWORK_KEYS, MayaNetwork, training_bins
         from .search_space import round_hidden_size
         from .trainer import FittedMaya, FittedMayaMembers, effective_batch_size, make_loss, train_maya
 
@@ -134,6 +134,12 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                         out_dim=self.num_classes if classification else int(np.size(self.quantile_levels)),  # None: 1
                         label_kind="class" if classification else "real", num_classes=self.num_classes or 0,
                         **{k: p[k] for k in NETWORK_KEYS})
+        if p["num_embeddings"] == "piecewise" and enc.x_num.shape[1]:
+            # the bins of the piecewise-linear embedding: quantiles of this fit's training rows only (the
+            # validation rows never set one), of the values the tokenizer reads (s x), kept in every member
+            import torch
+
+            net_args["num_bins"] = training_bins(torch.from_numpy(enc.x_num) * p["numeric_scale"])
         loss_fn = make_loss("class" if classification else self.problem_type, self.quantile_levels)
         val_proba, val_score_fn, judge, score_proba = self._validation_scorers(X_val, y_val, device)
         prior = self._prior_prediction(y_np if classification else np.asarray(y, dtype=np.float64), sample_weight)

@@ -80,31 +80,122 @@ class ReGLU(nn.Module):
         return self.proj_out(self.dropout(F.relu(a) * b))
 
 
+# Piecewise-linear embeddings: quantile bins per numeric feature, at most this many (the library's default, and
+# the embeddings paper's usual count); fewer where a feature has fewer distinct quantiles or the table fewer rows.
+PIECEWISE_BINS = 48
+
+
+def training_bins(x_num: torch.Tensor, n_bins: int = PIECEWISE_BINS) -> List[torch.Tensor]:
+    """Quantile bin edges per column of ``x_num``, the training rows only (Gorishniy et al. 2022, section 3.2.1;
+    ``rtdl_num_embeddings.compute_bins``).  Validation and test rows never set a bin: a feature's encoding is
+    then a function of the training distribution alone, like every other fitted preprocessing step.
+
+    ``compute_bins`` refuses a column with a single value and needs more rows than bins; such a column (a
+    constant feature, a missing indicator that is always 1) gets the one bin [v, v + 1], on which its token is
+    constant as its linear token would be; with fewer than 3 rows a column's one bin spans its range.  Columns
+    go to ``compute_bins`` in groups of at most 2**24 values, the size ``torch.quantile`` accepts."""
+    import warnings
+
+    from rtdl_num_embeddings import compute_bins
+
+    x = x_num.detach().float().cpu()
+    n, f = x.shape
+    lo, hi = x.min(0).values if n else torch.zeros(f), x.max(0).values if n else torch.zeros(f)
+    varying = (hi > lo).nonzero().flatten().tolist() if n else []
+    bins: List[torch.Tensor] = [torch.stack([lo[j], lo[j] + 1]) for j in range(f)]
+    if n >= 3 and varying:
+        group = max(1, (1 << 24) // n)
+        with warnings.catch_warnings():  # a 0/1 column has two edges: the library warns that it is one bin
+            warnings.simplefilter("ignore", UserWarning)
+            for start in range(0, len(varying), group):
+                cols = varying[start:start + group]
+                for j, edges in zip(cols, compute_bins(x[:, cols], n_bins=max(2, min(n_bins, n - 1)))):
+                    bins[j] = edges
+    else:
+        for j in varying:
+            bins[j] = torch.stack([lo[j], hi[j]])
+    return bins
+
+
 class FeatureTokenizer(nn.Module):
     """Numerical feature j -> (s x_j) W_j + b_j; categorical feature -> its code's embedding + b_j (Eq. 1);
     a learned [CLS] token prepended.  Categorical code 0 is reserved for missing/unseen values.
 
     ``num_scale`` (s, 1 in the paper): under Adam a weight moves by about the learning rate per step whatever its
     gradient, so a numeric token moves by about s |x| lr: the inputs' scale sets how fast the tokenizer learns, and
-    min-max inputs in [-1, 1] learn far more slowly than quantile-normal ones (docs/maya.md, ``numeric_scale``)."""
+    min-max inputs in [-1, 1] learn far more slowly than quantile-normal ones (docs/maya.md, ``numeric_scale``).
+
+    ``num_embeddings`` replaces the linear numeric token by an embedding of Gorishniy et al., "On Embeddings for
+    Numerical Features in Tabular Deep Learning" (NeurIPS 2022), from their package ``rtdl_num_embeddings``; each
+    numeric feature still becomes one ``d``-wide token, so the encoder and decoder are unchanged, and categorical
+    tokens and [CLS] are as above.  The embedding reads s x_j, as the linear token does.
+    - "periodic": PLR, ReLU(Linear_j([cos(2 pi c_j s x_j), sin(2 pi c_j s x_j)])) with 48 frequencies c_j per
+      feature (section 3.3); ``lite=False``, a linear map of its own per feature, as in TabM's best variant
+      (the shared "lite" map was introduced for TabR to save parameters, at some cost in accuracy).
+    - "piecewise": the piecewise-linear encoding of s x_j on ``num_bins`` (section 3.2, ``training_bins``) through
+      a linear map per feature, ``version="B"``: the preset introduced with TabM and used by it (the library
+      warns when no version is given and falls back to the older "A" only for backward compatibility); a linear
+      token plus a piecewise-linear part initialised at zero, so training starts from the paper's token.
+      ``activation=False``: the library's suggested start for a PLE embedding; the encoder's attention and FFN
+      provide the non-linearity.
+    The embeddings carry their own biases (the library has no switch for them); ``if_bias`` applies to the
+    categorical tokens and the rest of the network."""
 
     num_scale = 1.0  # class default: networks pickled before the setting existed multiply by 1
+    num_embeddings = None  # class default: networks pickled before the setting existed have the linear token
 
     def __init__(self, n_num: int, cat_cardinalities: Sequence[int], d: int, if_bias: bool = True,
-                 add_act: bool = False, act_type: str = "relu", num_scale: float = 1.0):
+                 add_act: bool = False, act_type: str = "relu", num_scale: float = 1.0,
+                 num_embeddings: Optional[str] = None, num_bins: Optional[Sequence[torch.Tensor]] = None):
         super().__init__()
         if n_num + len(cat_cardinalities) == 0:
             raise ValueError("MAYA needs at least one feature")
         self.n_num = n_num
         self.num_scale = float(num_scale)
-        self.num_weight = nn.Parameter(torch.empty(n_num, d)) if n_num else None
-        self.num_bias = nn.Parameter(torch.empty(n_num, d)) if (n_num and if_bias) else None
+        self.num_embeddings = num_embeddings if n_num else None
+        linear = self.num_embeddings is None
+        self.num_weight = nn.Parameter(torch.empty(n_num, d)) if (n_num and linear) else None
+        self.num_bias = nn.Parameter(torch.empty(n_num, d)) if (n_num and linear and if_bias) else None
         self.cat_embeddings = nn.ModuleList(nn.Embedding(c + 1, d) for c in cat_cardinalities)
         n_cat = len(cat_cardinalities)
         self.cat_bias = nn.Parameter(torch.empty(n_cat, d)) if (n_cat and if_bias) else None
         self.cls = nn.Parameter(torch.empty(1, 1, d))
         self.act = (nn.PReLU() if act_type == "prelu" else nn.ReLU()) if add_act else None
         self._reset(d, add_act)
+        # built after _reset: the library's modules initialise themselves as their paper does
+        self.num_embedding = self._numeric_embedding(n_num, d, num_bins)
+
+    def _numeric_embedding(self, n_num: int, d: int, num_bins) -> Optional[nn.Module]:
+        import warnings
+
+        from rtdl_num_embeddings import PeriodicEmbeddings, PiecewiseLinearEmbeddings
+
+        if self.num_embeddings is None:
+            return None
+        if self.num_embeddings == "periodic":
+            return PeriodicEmbeddings(n_num, d, lite=False)
+        if self.num_embeddings != "piecewise":
+            raise ValueError(f"num_embeddings must be None, 'periodic' or 'piecewise', got {self.num_embeddings!r}")
+        if num_bins is None or len(num_bins) != n_num:
+            raise ValueError(f"num_embeddings='piecewise' needs the training rows' bin edges of each of the "
+                             f"{n_num} numeric features (training_bins), got "
+                             f"{'none' if num_bins is None else len(num_bins)}")
+        bins = [torch.as_tensor(b, dtype=torch.float32).cpu() for b in num_bins]
+        # the edges themselves, kept with the weights (saved, moved and loaded with them): padded with NaN
+        edges = torch.full((n_num, max(len(b) for b in bins)), float("nan"))
+        for j, b in enumerate(bins):
+            edges[j, :len(b)] = b
+        self.register_buffer("bin_edges", edges)
+        with warnings.catch_warnings():  # a 0/1 column has one bin, which the library warns about
+            warnings.simplefilter("ignore", UserWarning)
+            return PiecewiseLinearEmbeddings(bins, d, activation=False, version="B")
+
+    def bins(self) -> List[torch.Tensor]:
+        """The piecewise embedding's bin edges per numeric feature (as ``training_bins`` gave them)."""
+        edges = getattr(self, "bin_edges", None)
+        if edges is None:
+            return []
+        return [row[~torch.isnan(row)] for row in edges]
 
     def _reset(self, d: int, add_act: bool):
         bound = 1 / math.sqrt(d)
@@ -117,13 +208,20 @@ class FeatureTokenizer(nn.Module):
         for emb in self.cat_embeddings:
             nn.init.uniform_(emb.weight, -bound, bound)
 
+    def numeric_tokens(self, x_num: torch.Tensor) -> torch.Tensor:
+        """(B, n_num) -> (B, n_num, d): the numeric features' tokens."""
+        embedding = self._modules.get("num_embedding")
+        if embedding is not None:
+            return embedding(x_num if self.num_scale == 1.0 else x_num * self.num_scale)
+        # the scale folded into the (n_num, d) weight: one small multiply instead of one per row
+        w = self.num_weight if self.num_scale == 1.0 else self.num_weight * self.num_scale
+        t = x_num.unsqueeze(-1) * w
+        return t + self.num_bias if self.num_bias is not None else t
+
     def forward(self, x_num: torch.Tensor, x_cat: torch.Tensor) -> torch.Tensor:
         tokens = []
-        if self.num_weight is not None:
-            # the scale folded into the (n_num, d) weight: one small multiply instead of one per row
-            w = self.num_weight if self.num_scale == 1.0 else self.num_weight * self.num_scale
-            t = x_num.unsqueeze(-1) * w
-            tokens.append(t + self.num_bias if self.num_bias is not None else t)
+        if self.n_num:
+            tokens.append(self.numeric_tokens(x_num))
         if len(self.cat_embeddings):
             t = torch.stack([emb(x_cat[:, i]) for i, emb in enumerate(self.cat_embeddings)], dim=1)
             tokens.append(t + self.cat_bias if self.cat_bias is not None else t)
@@ -265,16 +363,20 @@ class IAILBlock(nn.Module):
 
 NETWORK_KEYS = ("hidden_size", "num_heads", "num_branch", "num_layers", "intermediate_factor", "dropout", "if_bias",
                 "add_act", "act_type", "num_decoder_layers", "decoder_intermediate_factor", "decoder_act_type",
-                "decoder_dropout", "decoder_if_bias", "qk_shared_weights", "use_branch_weights", "numeric_scale")
+                "decoder_dropout", "decoder_if_bias", "qk_shared_weights", "use_branch_weights", "numeric_scale",
+                "num_embeddings")
 
 
 class MayaNetwork(nn.Module):
     """Encoder, label embedding, IAIL decoder and predictor.  ``out_dim``: classes, 1 (regression) or
     quantile levels; ``label_kind``: "class" (lookup table) or "real" (linear map of a standardized target).
-    ``settings``: any of ``NETWORK_KEYS``, the others the table's (``defaults``) for ``problem_type``."""
+    ``settings``: any of ``NETWORK_KEYS``, the others the table's (``defaults``) for ``problem_type``.
+    ``num_bins``: with ``num_embeddings="piecewise"``, the bin edges of each numeric feature, computed on the
+    training rows (``training_bins`` of s x, s the ``numeric_scale``)."""
 
     def __init__(self, n_num: int, cat_cardinalities: Sequence[int], out_dim: int, label_kind: str,
-                 num_classes: int = 0, problem_type: Optional[str] = None, **settings):
+                 num_classes: int = 0, problem_type: Optional[str] = None,
+                 num_bins: Optional[Sequence[torch.Tensor]] = None, **settings):
         super().__init__()
         unknown = sorted(set(settings) - set(NETWORK_KEYS))
         if unknown:
@@ -285,7 +387,7 @@ class MayaNetwork(nn.Module):
         c = {k: settings.get(k, table[k]) for k in NETWORK_KEYS}
         d = int(c["hidden_size"])
         self.tokenizer = FeatureTokenizer(n_num, cat_cardinalities, d, c["if_bias"], c["add_act"], c["act_type"],
-                                          c["numeric_scale"])
+                                          c["numeric_scale"], c["num_embeddings"], num_bins)
         self.blocks = nn.ModuleList(
             MBABlock(d, int(c["num_heads"]), int(c["num_branch"]), c["intermediate_factor"], c["dropout"],
                      c["if_bias"], c["use_branch_weights"]) for _ in range(int(c["num_layers"])))

@@ -138,7 +138,7 @@ def test_auto_with_too_little_time_keeps_zero_shot_and_says_why(tmp_path, model_
     """A minimum step count no step cost can fit in 60 s: the fit decides from its measured step estimate,
     before spending a validation pass, and records the numbers it decided on."""
     X, y = _regression_frame(300, seed=3)
-    model = _model(tmp_path, "regression", {**SMALL, "fine_tune_min_steps": 10**7})
+    model = _model(tmp_path, "regression", {**SMALL, "fine_tune_min_steps": 10**7, "fine_tune_steps": 10**7})
     fit_on_cores(model, 1, X=X.iloc[:200], y=y.iloc[:200], X_val=X.iloc[200:], y_val=y.iloc[200:], time_limit=60)
     d = model.get_info()["tabswift_fine_tune"]
     assert d["fine_tuned"] is False and d["rule"] == "time" and d["steps_run"] == 0, d

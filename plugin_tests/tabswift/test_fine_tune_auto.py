@@ -153,6 +153,17 @@ def test_auto_with_too_little_time_keeps_zero_shot_and_says_why(tmp_path, model_
     assert any("fine_tune='auto': zero-shot (rule time)" in r.getMessage() for r in model_log)
 
 
+def test_the_minimum_is_at_most_the_steps_asked_for(tmp_path):
+    """fine_tune_steps=6 with the default minimum of 20: the rule needs time for 6 steps, not 20 (a 600 s limit
+    leaves it), so asking for a short run does not turn fine-tuning off."""
+    X, y = _regression_frame(300, seed=3)
+    model = _model(tmp_path, "regression", {**SMALL, "fine_tune_min_steps": 20})
+    fit_on_cores(model, 1, X=X.iloc[:200], y=y.iloc[:200], X_val=X.iloc[200:], y_val=y.iloc[200:], time_limit=600)
+    d = model.get_info()["tabswift_fine_tune"]
+    assert d["rule"] == "time_fits" and d["estimate"]["min_steps"] == SMALL["fine_tune_steps"] == 6, d
+    assert d["steps_run"] > 0
+
+
 def test_auto_without_validation_rows_stays_zero_shot(tmp_path):
     X, y = _regression_frame(200, seed=4)
     model = fit_on_cores(_model(tmp_path, "regression", SMALL), 1, X=X, y=y)

@@ -157,10 +157,11 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         tau = p["tau"]
         has_val = X_val is not None and y_val is not None and len(X_val) > 0
         mode = p["fine_tune"]
-        if isinstance(mode, str) or mode is None:
-            mode = {"auto": "auto", "true": True, "false": False}.get(str(mode).lower(), mode)
+        if isinstance(mode, str) or mode is None:  # None: False, as before "auto" existed
+            mode = {"auto": "auto", "true": True, "false": False, "none": False}.get(str(mode).lower(), mode)
         if mode not in FINE_TUNE_MODES:
             raise ValueError(f"TabSwift fine_tune must be True, False or 'auto', got {p['fine_tune']!r}")
+        mode = mode if mode == "auto" else bool(mode)  # 0 / 1 / numpy bools as False / True
         # heads are worth training only if early exit can be used: an explicit tau, or "auto" with
         # validation rows to choose it on
         wants_exit = tau is not None and (tau != "auto" or has_val)
@@ -235,10 +236,11 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                 summary.update(fine_tune(ens, None, steps=steps, eval_every=steps, patience=1, deadline=None,
                                          schedule_steps=p.get("fine_tune_schedule_steps") or steps, **ft_common))
                 summary.pop("history", None)
+            ran = int(summary.get("fine_tune_steps", 0))  # 0 when fine-tuning skipped the table (> C_max classes)
             summary["fine_tune_decision"] = {
-                "requested": True, "fine_tuned": steps > 0, "rule": "replay",
+                "requested": True, "fine_tuned": ran > 0, "rule": "replay",
                 "reason": f"no validation rows: {steps} steps replayed, the step count the validated fit kept",
-                "steps_run": int(summary.get("fine_tune_steps", 0)), "best_step": steps}
+                "steps_run": ran, "best_step": ran}
         else:
             summary["fine_tune_decision"] = {"requested": False, "fine_tuned": False, "rule": "requested",
                                              "reason": "fine_tune=False", "steps_run": 0, "best_step": 0}

@@ -25,7 +25,7 @@ def test_string_key_is_trained_in_the_dystack_sub_fit(caplog):
     ag_logger.addHandler(caplog.handler)
     try:
         pred = TabularPredictor(label="target", path="ag", verbosity=2).fit(
-            data, hyperparameters={1: {"MAYA": {"max_epochs": 10}, "TABSWIFT": {"n_estimators": 1, "max_context_rows": 128},
+            data, hyperparameters={1: {"MAYA": {"max_epochs": 10}, "TABSWIFT": {"n_estimators": 1, "max_context_rows": 128, "fine_tune": False},
                                      "GBM": gbm}, 2: {"GBM": gbm}},
             num_bag_folds=2, num_stack_levels=1, dynamic_stacking=True,
             ds_args={"clean_up_fits": False})  # keep the sub-fit on disk as evidence

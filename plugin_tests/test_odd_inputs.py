@@ -22,7 +22,7 @@ from autogluon_maya import MayaModel, TabSwiftModel
 from plugin_tests.resources import fit_memory_in_fresh_process, fit_on_cores, memory_report
 
 MAYA_TINY = {"max_epochs": 15, "hidden_size": 16, "num_heads": 2, "num_layers": 1, "batch_size": 64}
-TABSWIFT_TINY = {"n_estimators": 1, "max_context_rows": 256}
+TABSWIFT_TINY = {"n_estimators": 1, "max_context_rows": 256, "fine_tune": False}
 HP = {MayaModel: MAYA_TINY, TabSwiftModel: TABSWIFT_TINY}
 BOTH = pytest.mark.parametrize("cls", [MayaModel, TabSwiftModel], ids=["MAYA", "TABSWIFT"])
 METRIC = {"binary": "accuracy", "multiclass": "accuracy", "regression": "root_mean_squared_error"}

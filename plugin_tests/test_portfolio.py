@@ -144,5 +144,5 @@ def test_best_variants_get_readable_names():
     info = pred.info()["model_info"]
     assert info["Maya_d128h8"]["hyperparameters"]["hidden_size"] == 128
     assert info["Maya_dec2"]["hyperparameters"]["num_decoder_layers"] == 2
-    assert info["TabSwift_ft"]["hyperparameters"]["fine_tune"] is True
+    assert info["TabSwift_ft"]["hyperparameters"]["fine_tune"] == "auto"
     assert info["TabSwift"]["hyperparameters"]["fine_tune"] is False

@@ -25,7 +25,7 @@ from plugin_tests.resources import pickle_as_if_on_cuda
 
 MODELS = ("Maya", "TabSwift")
 HP = {"MAYA": {"max_epochs": 3, "hidden_size": 16, "num_heads": 2, "num_layers": 1},
-      "TABSWIFT": {"n_estimators": 2, "max_context_rows": 256}}
+      "TABSWIFT": {"n_estimators": 2, "max_context_rows": 256, "fine_tune": False}}
 
 CHILD = textwrap.dedent("""
     import json, pickle, sys

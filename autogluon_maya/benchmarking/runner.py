@@ -83,6 +83,10 @@ def _model_summary(predictor, name: str) -> dict:
             out["fit_members"] = [{k: m[k] for k in keys if k in m} for m in members if isinstance(m, dict)]
         elif members is not None:
             out["fit_members"] = members
+        decision = summary.get("fine_tune_decision")
+        if isinstance(decision, dict):  # TabSwift: fine-tuned or not, the rule, steps, both validation scores
+            out["fit_fine_tune"] = {k: decision.get(k) for k in ("fine_tuned", "rule", "steps_run", "best_step",
+                                                                  "zero_shot_val_score", "fine_tuned_val_score")}
         out = _jsonable(out)
         json.dumps(out)  # a row must stay writable
         return out

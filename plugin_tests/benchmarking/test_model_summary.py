@@ -20,7 +20,7 @@ def test_summaries_of_maya_and_tabswift_fit_in_a_row(tmp_path):
     data = X.assign(y=(X["a"] + X["b"] > 0).astype(int))
     predictor = TabularPredictor(label="y", path=str(tmp_path / "p"), verbosity=0).fit(
         data, hyperparameters={"MAYA": {"max_epochs": 2, "hidden_size": 16, "num_heads": 2, "num_layers": 1},
-                               "TABSWIFT": {}},
+                               "TABSWIFT": {"n_estimators": 1, "fine_tune_steps": 2, "fine_tune_min_steps": 2}},
         fit_weighted_ensemble=False, num_cpus=1, num_gpus=0)
     rows = {name: _model_summary(predictor, name) for name in predictor.model_names()}
     assert set(rows) == {"Maya", "TabSwift"}
@@ -31,3 +31,6 @@ def test_summaries_of_maya_and_tabswift_fit_in_a_row(tmp_path):
     assert maya["fit_epochs"] == 2 and maya["fit_stop_reason"] == "max_epochs"
     assert isinstance(maya["fit_members"], list) and maya["fit_members"][0]["epochs"] == 2
     assert "fit_members" in rows["TabSwift"] and not isinstance(rows["TabSwift"]["fit_members"], list)
+    # fine_tune="auto" with validation rows and no time limit fine-tunes; the row says so and why
+    assert rows["TabSwift"]["fit_fine_tune"]["rule"] == "no_time_limit"
+    assert rows["TabSwift"]["fit_fine_tune"]["steps_run"] >= 1

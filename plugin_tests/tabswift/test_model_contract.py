@@ -19,7 +19,7 @@ from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
 # tests fit models (which seed torch) or set torch's thread count: both are put back after each
 pytestmark = pytest.mark.usefixtures("torch_globals_kept")
 
-FAST = {"n_estimators": 2, "max_context_rows": 512}
+FAST = {"n_estimators": 2, "max_context_rows": 512, "fine_tune": False}  # zero-shot: fine-tuning has its own tests
 
 
 def test_shipped_checkpoint_loads_and_describes_itself():

@@ -285,7 +285,7 @@ def test_released_weights_predict_through_autogluon(tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
     src = write_authors_ckpt(tmp_path / "swift.ckpt")
     df = _binary_frame()
-    hp = {"n_estimators": 2, "max_context_rows": 256}
+    hp = {"n_estimators": 2, "max_context_rows": 256, "fine_tune": False}  # the weights must be the file's
     predictor = TabularPredictor(label="y", path=str(tmp_path / "ag"), verbosity=0).fit(
         df.iloc[:120], hyperparameters={"TABSWIFT": {**hp, "checkpoint_path": str(src)}},
         raise_on_model_failure=True, num_cpus=1)
@@ -327,7 +327,7 @@ def test_tau_on_released_weights_trains_exit_heads_on_the_table(tmp_path, monkey
     monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
     src = write_authors_ckpt(tmp_path / "swift.ckpt")
     df = _binary_frame(160)
-    hp = {"n_estimators": 1, "checkpoint_path": str(src), "tau": tau, "tau_max_loss": 1.0,
+    hp = {"n_estimators": 1, "checkpoint_path": str(src), "tau": tau, "tau_max_loss": 1.0, "fine_tune": False,
           "fine_tune_exit_steps": 3, "fine_tune_episodes_per_step": 1, "fine_tune_rows": 64}
     predictor = _logged_fit(caplog, tmp_path / "ag", df.iloc[:90], df.iloc[90:120], hp)
     assert "training them on this table with the backbone frozen" in caplog.text
@@ -361,7 +361,7 @@ def test_tau_on_released_weights_without_exit_head_training_declines_and_says_wh
     monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
     src = write_authors_ckpt(tmp_path / "swift.ckpt")
     df = _binary_frame(120)
-    hp = {"n_estimators": 1, "checkpoint_path": str(src)}
+    hp = {"n_estimators": 1, "checkpoint_path": str(src), "fine_tune": False}
     predictor = _logged_fit(caplog, tmp_path / "ag", df.iloc[:90], df.iloc[90:105],
                             {**hp, "tau": tau, "fine_tune_exit_steps": 0})
     reason = "the checkpoint has no exit heads and fine_tune_exit_steps=0"
@@ -417,7 +417,7 @@ def test_hub_offline_from_a_prefilled_cache_downloads_converts_fits_and_predicts
 
     df = _binary_frame()
     predictor = TabularPredictor(label="y", path=str(tmp_path / "ag"), verbosity=0).fit(
-        df.iloc[:120], hyperparameters={"TABSWIFT": {"n_estimators": 2, "checkpoint_path": "hub"}},
+        df.iloc[:120], hyperparameters={"TABSWIFT": {"n_estimators": 2, "checkpoint_path": "hub", "fine_tune": False}},
         raise_on_model_failure=True, num_cpus=1)
     proba = predictor.predict_proba(df.iloc[120:])
     assert proba.shape == (40, 2) and np.allclose(proba.sum(1), 1.0)
@@ -584,7 +584,7 @@ def test_auto_uses_the_released_weights_in_the_local_hub_cache(nothing_cached, m
     src = write_authors_ckpt(tmp_path / "swift.ckpt", seed=5)
     _prefill_hub_cache(nothing_cached, src, REPO_ID, FILENAME)
     df = _binary_frame(120)
-    predictor = _logged_fit(caplog, tmp_path / "ag", df.iloc[:90], df.iloc[90:], {"n_estimators": 1})
+    predictor = _logged_fit(caplog, tmp_path / "ag", df.iloc[:90], df.iloc[90:], {"n_estimators": 1, "fine_tune": False})
     assert ("TabSwift weights: released" in caplog.text and "checkpoint_path='auto': the authors' released weights: "
             "found in the local Hugging Face hub cache" in caplog.text)
     model = predictor._trainer.load_model("TabSwift")

@@ -1,6 +1,6 @@
 """Benchmark results as JSON lines: one fit (finished or failed) per line, appended when it ends.
 
-Why JSON lines: a run killed at any moment loses at most the fit in progress, several sessions can
+Why JSON lines: a run killed at any moment loses at most the fit in progress, several runs can
 append to the same file and build up one table, and a half-written last line is simply skipped.
 
 A result is identified by its key ``(dataset, model, seed, config)``; ``config`` is a short hash of

@@ -69,7 +69,7 @@ def test_each_rule_can_refuse(campaign, tmp_path):
 
 
 def test_a_tie_with_a_baseline_is_not_a_win(campaign, tmp_path):
-    """The issue: a tie where every model predicts the majority class does not count as a win."""
+    """A tie where every model predicts the majority class does not count as a win."""
     ship = {f"c{i}": 0.82 for i in range(9)} | {"reg": 8.0}
     tie = {"c0": 0.85} | {f"c{i}": 0.82 for i in range(1, 9)} | {"reg": 8.0}  # c0 equals KNN's 0.85
     v = campaign.judge(*_suite(tmp_path, tie, ship))["verdict"]

@@ -68,6 +68,47 @@ def describe_checkpoint(path) -> str:
     return text
 
 
+#: measured in a fresh process: what a zero-shot fit of the shipped checkpoint adds beyond its context
+#: caches and attention blocks (the network, the preprocessing, torch's allocator pools)
+FIT_OVERHEAD_BYTES = 50 * 2 ** 20
+TORCH_IMPORT_BYTES = 200 * 2 ** 20  # torch's first import beside AutoGluon (as MAYA's estimate counts it)
+#: the authors' released network (24 blocks, d = 192, 4 heads, 64 registers)
+RELEASED_DIMS = (24, 192, 4, 64)
+
+
+def _network_dims(checkpoint_path) -> tuple:
+    """(layers, d_model, heads, registers) of the checkpoint a fit would load, read from its JSON config
+    without loading weights or touching the network: the shipped one for None/"shipped", the file named by a
+    path, the converted released copy for "hub"/"auto" when it is in the cache; "hub" otherwise means the
+    released size, "auto" the shipped one (what it falls back to)."""
+    import json
+    import os
+
+    from .defaults import SHIPPED_CHECKPOINT
+    from .weights import checkpoint_paths
+
+    requested = checkpoint_path
+    if requested in (None, "", "auto"):
+        requested = os.environ.get("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT") or requested
+    candidates = []
+    if requested in (None, "", "shipped"):
+        candidates = [SHIPPED_CHECKPOINT]
+    elif requested in ("auto", "hub"):
+        from .hub import converted_path
+
+        candidates = [converted_path()] + ([SHIPPED_CHECKPOINT] if requested == "auto" else [])
+    else:
+        candidates = [Path(str(requested))]
+    for path in candidates:
+        try:
+            config = json.loads(checkpoint_paths(path)[1].read_text())["config"]
+            return (int(config["n_layers"]), int(config["d_model"]), int(config["n_heads"]),
+                    int(config["n_registers"]))
+        except (OSError, KeyError, ValueError, TypeError):
+            continue
+    return RELEASED_DIMS  # a released swift.ckpt not converted yet, or a file this reading cannot parse
+
+
 class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     """TabSwift: pretrained in-context-learning transformer with registers, gated attention and early exit.
 
@@ -542,19 +583,36 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     @classmethod
     def _estimate_memory_usage_static(cls, *, X: pd.DataFrame, hyperparameters: dict = None,
                                       num_classes: int = 1, **kwargs) -> int:
-        """Process baseline + preprocessed context copies (one per normalization variant) + the K/V cache
-        budget + one attention block of chunk_size x context rows per head."""
+        """Bytes a fit and its predictions add: a fixed overhead (the loaded network, the preprocessing, torch's
+        allocator), the preprocessed context copies (one per normalization variant), the context K/V caches
+        of every member (2 x layers x (context + registers) x d floats each, capped by ``cache_max_mb``), one
+        attention block of ``chunk_size`` queries x context keys per head, and, where fine-tuning will run,
+        its episodes' activations and attention maps kept for the backward pass.  The sizes come from the
+        checkpoint the fit will load (``_network_dims``); torch's own import is added where it has not
+        happened yet.  ``fine_tune="auto"`` counts fine-tuning only where validation rows are given (without
+        them it stays zero-shot); a bag's static estimate does not see its folds' validation rows."""
+        import sys
+
         hp = {**DEFAULT_PARAMS, **(hyperparameters or {})}
 
         def num(key):
             return param_value(hp, key)
 
+        layers, d, heads, registers = _network_dims(num("checkpoint_path"))
         ctx = min(len(X), int(num("max_context_rows")))
+        keys = ctx + registers
+        members = int(num("n_estimators"))
         f = min(max(1, X.shape[1]), 100)
         data = 8 * ctx * f * 2 * 4
-        cache = min(float(num("cache_max_mb")) * 2 ** 20, 8 * 2 * 24 * 192 * 4 * ctx)
-        attention = 4 * int(num("chunk_size")) * (ctx + 64) * 4 * 3
-        return int(5e8 + data + cache + attention)
+        cache = min(float(num("cache_max_mb")) * 2 ** 20, members * 2 * layers * keys * d * 4)
+        attention = heads * int(num("chunk_size")) * keys * 4 * 3
+        fine_tune = num("fine_tune")
+        tune = 0
+        if fine_tune is True or (fine_tune == "auto" and kwargs.get("X_val") is not None):
+            rows, episodes = int(num("fine_tune_rows")), int(num("fine_tune_episodes_per_step"))
+            tune = episodes * layers * (heads * rows * rows * 4 * 2 + rows * d * 4 * 12)
+        torch_import = 0 if "torch" in sys.modules else TORCH_IMPORT_BYTES
+        return int(FIT_OVERHEAD_BYTES + data + cache + attention + tune + torch_import)
 
     @classmethod
     def _class_tags(cls):

@@ -15,7 +15,7 @@ import autogluon_maya  # noqa: F401  (registers the keys)
 
 # the shipped weights, explicitly: the default ("auto") would take the authors' released ones on a machine
 # that has them or can download them -- another network, another speed
-TINY_TABSWIFT = {"n_estimators": 1, "max_context_rows": 256, "checkpoint_path": "shipped"}
+TINY_TABSWIFT = {"n_estimators": 1, "max_context_rows": 256, "checkpoint_path": "shipped", "fine_tune": False}
 TINY_MAYA = {"max_epochs": 2, "hidden_size": 16, "num_heads": 2}
 
 

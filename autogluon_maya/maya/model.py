@@ -23,6 +23,24 @@ FIT_OVERHEAD_BYTES = 140 * 2**20  # measured: 120-150 MiB for small one-block fi
 TORCH_IMPORT_BYTES = 200 * 2**20  # measured: ~180 MiB beside AutoGluon
 
 
+def embedding_bytes(option, n_num: int, hidden: int, rows: int) -> int:
+    """What a numeric embedding (``num_embeddings``) adds to a fit's peak: its parameters four times (weights,
+    gradients, Adam's two moments) and the encoding of a chunk of ``rows`` rows, which for PLR holds the 48
+    frequencies' products and their cosines and sines (3 x 48 floats per feature) and for the piecewise embedding
+    the bin encoding (48 floats).  Measured on 520 numeric features at width 64: PLR +106 MiB (400 rows) and
+    +299 MiB (1,100 rows: a 1,024-row chunk) over the linear token, piecewise +67 and +49 MiB (docs/maya.md)."""
+    if option is None or not n_num:
+        return 0
+    from .network import PIECEWISE_BINS
+
+    k = PIECEWISE_BINS  # also the library's default count of PLR frequencies
+    if option == "periodic":
+        params, floats = k + 2 * k * hidden + hidden, 3 * k
+    else:
+        params, floats = k * hidden + 2 * hidden, k
+    return 16 * n_num * params + 4 * rows * n_num * floats
+
+
 def activation_bytes(batch: int, n_features: int, hidden: int, layers: int, branches: int) -> int:
     """Training activations of one batch, forward and backward, branch-stacked: each MBA block keeps ~12
     (batch, tokens, hidden) float tensors per branch (attention, FFN, norms), and autograd ~3x that."""
@@ -334,7 +352,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         (torch's thread pools and allocator, the encoder), and with more than one block the first block's full
         attention and FFN over every token, which peaks in the eval-mode encoding of a 1,024-row context chunk
         and accumulates over the blocks of a training batch (autograd).  A one-block encoder computes only the
-        [CLS] row.  Two members training at once double the network's part; torch's first import adds its own."""
+        [CLS] row.  A numeric embedding adds its parameters and its encoding of a chunk (``embedding_bytes``).
+        Two members training at once double the network's part; torch's first import adds its own."""
         import sys
 
         from .trainer import effective_batch_size
@@ -349,6 +368,12 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         per_row = 4 * (f + 1) * d * br  # one branch-stacked token tensor of one row, float32
         chunk = per_row * min(1024, n)
         network = 0.8 * chunk if L == 1 else 13 * chunk + 20 * (L - 1) * per_row * b
+        if hp.get("num_embeddings") is not None:
+            from ..common.preprocessing import _is_categorical
+
+            numeric = [c for c in X.columns if not _is_categorical(X[c])]
+            n_num = len(numeric) + int(X[numeric].isna().any().sum()) if numeric else 0  # + missing indicators
+            network += embedding_bytes(hp["num_embeddings"], n_num, d, min(1024, n))
         if parallel_wanted(hp["parallel_members"]) > 1 \
                 and activation_bytes(b, f, d, L, br) <= PARALLEL_MAX_ACTIVATION_BYTES:
             network *= 2  # two members may train at once

@@ -22,7 +22,7 @@ class labels,             their ``Linear(1, d)`` on the class id as a float can 
 ``label_encoding=         points on a line, ``b + id * w``.  Exact when the table's rows lie on
 "embedding"`` (a table    one: then b = E[0], w = E[1] - E[0] reproduces every row.  A learned
 E of C_max rows)          table does not (the shipped one: a least-squares line through its 10
-                          rows leaves ~90 % of their spread unexplained, so a fitted line would
+                          rows leaves 89 % of their spread unexplained, so a fitted line would
                           in effect erase the labels of a multiclass table).  Such a checkpoint is
                           refused, naming the cause, unless ``binary_only=True``: then
                           b = E[0], w = E[1] - E[0] is exact for class ids 0 and 1, i.e. for

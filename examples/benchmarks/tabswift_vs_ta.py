@@ -1,0 +1,493 @@
+"""TABSWIFT (ours) beside TabArena's TA-TABSWIFT on the same pretrained weights, in one TabularPredictor, on CPU.
+
+    python examples/benchmarks/tabswift_vs_ta.py [DATASETS_DIR]     # default: $AUTOGLUON_MAYA_DATASETS
+    python examples/benchmarks/tabswift_vs_ta.py --report-only      # rebuild the table and the plot from results.json
+
+The committed run took 451 s on 2 shared cores (load average ~3), one torch thread per side.
+
+TA-TABSWIFT is TabArena's AutoGluon wrapper (``tabarena.models.tabswift.model.TabSwiftModel``) around the
+authors' inference code; it loads the authors' ``swift.ckpt`` layout from ``model_path``.  The released
+``swift.ckpt`` can not be downloaded here, so the shipped checkpoint is exported once into that layout
+(``autogluon_maya.tabswift.export``) and both wrappers load that one file: TA-TABSWIFT through
+``model_path=``, ours through ``checkpoint_path=`` (which converts it back with ``released.py``).  Its class
+table is exact in the authors' ``Linear(1, d)`` for two classes only (``binary_only``), so:
+- binary and regression tables: both sides run the exported file;
+- the multiclass table: ours runs the shipped checkpoint, and TA-TABSWIFT's module, after its fit, gets a
+  lookup of the same class table in place of its ``y_encoder`` (the one change made to it), so both
+  compute the shipped network; its validation score during fit is the unpatched module's and is not
+  reported.
+The shipped checkpoint's early-exit heads have no place in the authors' format, so the early-exit variants
+(``tau="auto"``) load the shipped checkpoint itself: the same backbone, which on binary and regression
+tables computes what the exported file computes (``plugin_tests/tabswift/test_export.py``), plus its
+exit heads.
+
+AutoGluon 1.6 applies ``minimum_num_gpus`` only when a GPU is present, so TabArena's class is fitted
+unchanged on this CPU-only machine (no subclass).
+
+Per table (protocol P1, seed 0; training rows capped at ``--train-rows`` = 2,048, which is also our default
+``max_context_rows``, so both sides use the same context; validation and test rows capped too), fitted in one
+``TabularPredictor`` (``num_cpus=--threads``):
+- ``TA``: TA-TABSWIFT defaults (16 members, ``random_state=0``); ``TA seed 1``: the same with
+  ``random_state=1`` -- how far two draws of its own ensemble lie apart, the yardstick for agreement;
+- ours, zero-shot (``fine_tune=False``: the same weights as TA-TABSWIFT) in each variant: ``authors16``
+  (``pipeline="authors"``, 16 members: TA's preprocessing and ensemble size), the same
+  with ``tau="auto"`` (early exit, the threshold chosen on the validation rows), and ``defaults`` (our
+  pipeline, 8 members).
+Recorded: agreement with ``TA`` (class agreement and largest |probability difference|, or largest
+|regression difference| / std of the training target), test scores, fit seconds, predict seconds per
+1,000 test rows and peak memory.
+
+- Predict calls run ``--rounds`` times, interleaved, with the models persisted in memory; the fastest
+  call is kept (other jobs share the cores: noise only adds); the median ratio and the process CPU
+  seconds are recorded beside it.
+- ``cold``: our context cache cleared before the call, so the context's keys/values are encoded inside
+  it, as TA-TABSWIFT does on every call.  ``warm``: ours reuses the cache of the previous call.
+  TA-TABSWIFT has no cache, so all its calls are of one kind.  A predictor that is not persisted loads
+  the model from disk for every call, and the cache is not saved with the model: every such call is cold.
+- Threads: both sides run with ``--threads`` torch threads, 1 by default.  With other jobs on both cores,
+  two torch threads spin-wait for each other at every parallel region (a context encoding measured here
+  took 0.40-0.47 s with 2 threads and 0.22-0.26 s with 1), which would turn the comparison into one of
+  scheduling luck.  Ours runs with ``adaptive_threads=False`` so that it does not pick a thread count
+  of its own.
+- Peak memory: the process's resident set, sampled every 5 ms during the call, minus its value when the
+  call started.  Memory freed by earlier calls is returned to the system before each call
+  (``malloc_trim``), so one model's leftover heap does not hide the next one's peak.  Forcing every large
+  buffer through mmap instead (``mallopt``) was tried and dropped: in a quick check its page faults made
+  TA-TABSWIFT's predict calls (many large temporaries) 1.6-5x slower, which would have flattered us.
+
+Writes ``results.csv``, ``results.json``, ``results.md`` and ``speed_ratio.png`` to
+``examples/benchmarks/results/tabswift_vs_ta/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import json
+import os
+import platform
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from autogluon.core.callbacks import AbstractCallback
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT  # noqa: E402
+from autogluon_maya.tabswift.export import export_to_authors  # noqa: E402
+from autogluon_maya.tabswift.weights import load_checkpoint  # noqa: E402
+
+TABLES = {"phoneme": "binary", "bank_churn": "binary", "satimage": "multiclass", "cpu_act": "regression"}
+OUT = REPO / "examples" / "benchmarks" / "results" / "tabswift_vs_ta"
+TA = "TA-TabSwift"
+#: our variants: (name suffix, label, hyperparameters); "file" = the exported file, "shipped" = our checkpoint
+OURS = [("_authors16", "ours, pipeline='authors', 16 members", "file", {"pipeline": "authors", "n_estimators": 16}),
+        ("_defaults", "ours, defaults (8 members)", "file", {}),
+        ("_authors16_tau", "ours, pipeline='authors', 16 members, tau='auto'", "shipped",
+         {"pipeline": "authors", "n_estimators": 16, "tau": "auto"})]
+
+
+#: every variant of ours: zero-shot, so it runs the weights TA-TABSWIFT runs (the default ``fine_tune="auto"``
+#: may fine-tune them on the table), and with the threads TA-TABSWIFT gets (``--threads``): by default ours
+#: times 1 against all threads at fit and keeps the faster (``adaptive_threads``), which on a loaded machine
+#: often means 1; turning that off keeps the comparison to the software, not to the thread count
+COMMON = {"fine_tune": False, "adaptive_threads": False}
+
+
+# ---- memory ------------------------------------------------------------------------------------------------
+_LIBC = ctypes.CDLL("libc.so.6") if sys.platform.startswith("linux") else None
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * _PAGE
+
+
+class PeakRSS:
+    """Peak resident set size during a window, sampled by a thread (torch releases the GIL in its kernels)."""
+
+    def __init__(self, interval: float = 0.005):
+        self.interval, self.peak, self._on = interval, 0, False
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            if self._on:
+                self.peak = max(self.peak, _rss())
+            time.sleep(self.interval)
+
+    def start(self) -> int:
+        gc.collect()
+        if _LIBC is not None:
+            _LIBC.malloc_trim(0)
+        self.base = self.peak = _rss()
+        self._on = True
+        return self.base
+
+    def stop(self) -> float:
+        """Peak minus the start, MiB."""
+        self._on = False
+        self.peak = max(self.peak, _rss())
+        return (self.peak - self.base) / 2 ** 20
+
+    @contextmanager
+    def window(self, record: dict, key: str):
+        self.start()
+        try:
+            yield
+        finally:
+            record[key] = round(self.stop(), 1)
+
+
+class FitWindows(AbstractCallback):
+    """Wall seconds and peak memory of each model's fit, its validation pass included (an AutoGluon
+    callback).  The trainer pickles its callbacks with itself: the sampler and the record stay out."""
+
+    def __init__(self, sampler: PeakRSS, record: dict):
+        super().__init__()
+        self.sampler, self.record = sampler, record
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("sampler", "record")}
+
+    def _before_model_fit(self, trainer, model, time_limit=None, stack_name="core", level=1):
+        self._t0 = time.perf_counter()
+        self.sampler.start()
+        return False, False
+
+    def _after_model_fit(self, trainer, model_names, stack_name="core", level=1):
+        mb, seconds = self.sampler.stop(), time.perf_counter() - self._t0
+        for name in model_names:
+            self.record[name] = {"fit_window_s": round(seconds, 2), "fit_peak_mb": round(mb, 1)}
+        return False
+
+
+# ---- data and scores ---------------------------------------------------------------------------------------
+def cap(df: pd.DataFrame, n: int, target: str, classification: bool, seed: int) -> pd.DataFrame:
+    """At most ``n`` rows, stratified by class for classification, seeded."""
+    if len(df) <= n:
+        return df
+    from sklearn.model_selection import train_test_split
+
+    kept, _ = train_test_split(df, train_size=n, random_state=seed, stratify=df[target] if classification else None)
+    return kept
+
+
+def scores(task: str, y_true: pd.Series, pred, proba: pd.DataFrame | None, positive=None) -> dict:
+    from autogluon_maya.benchmarking.p1 import roc_auc
+
+    if task == "regression":
+        return {"rmse": float(np.sqrt(np.mean((np.asarray(pred, float) - y_true.to_numpy(float)) ** 2)))}
+    out = {"accuracy": float(np.mean(np.asarray(pred) == y_true.to_numpy()))}
+    out["roc_auc"] = roc_auc(y_true, proba, positive if task == "binary" else None)
+    return out
+
+
+def agreement(task: str, ours, theirs, y_std: float) -> dict:
+    if task == "regression":
+        d = np.abs(np.asarray(ours, float) - np.asarray(theirs, float))
+        return {"max_abs_diff": float(d.max()), "max_diff_over_y_std": float(d.max() / y_std),
+                "mean_diff_over_y_std": float(d.mean() / y_std)}
+    a, b = ours.to_numpy(float), theirs.to_numpy(float)
+    d = np.abs(a - b)
+    return {"class_agreement": float(np.mean(a.argmax(1) == b.argmax(1))), "max_abs_diff": float(d.max()),
+            "mean_abs_diff": float(d.mean())}
+
+
+# ---- one table ---------------------------------------------------------------------------------------------
+def run_table(name: str, args, exported: Path, table: torch.Tensor, sampler: PeakRSS, workdir: Path, log) -> list:
+    from autogluon.tabular import TabularPredictor
+    from tabarena.models.tabswift.model import TabSwiftModel as TAModel
+
+    from autogluon_maya.benchmarking.p1 import p1_data
+    from autogluon_maya.tabswift.model import TabSwiftModel as OurModel
+
+    data = p1_data(args.data / name, seed=args.seed)
+    task, target = data.task, data.target
+    classification = task != "regression"
+    train = cap(data.train, args.train_rows, target, classification, args.seed)
+    val = cap(data.val, args.val_rows, target, classification, args.seed)
+    test = cap(data.test, args.test_rows, target, classification, args.seed)
+    sizes = {"p1_train": len(data.train), "p1_val": len(data.val), "p1_test": len(data.test),
+             "train_rows": len(train), "val_rows": len(val), "test_rows": len(test),
+             "features": data.train.shape[1] - 1}
+    multiclass = task == "multiclass"
+    # one file for both sides on binary / regression; the multiclass table runs the shipped network (docstring)
+    ours_file = SHIPPED_CHECKPOINT if multiclass else exported
+    hp = {TAModel: [{"model_path": str(exported)},
+                    {"model_path": str(exported), "random_state": 1, "ag_args": {"name_suffix": "_seed1"}}],
+          "TABSWIFT": [{"checkpoint_path": str(ours_file if src == "file" else SHIPPED_CHECKPOINT), **COMMON,
+                        **h, "ag_args": {"name_suffix": suffix}} for suffix, _, src, h in OURS]}
+    fit_record: dict = {}
+    predictor = TabularPredictor(label=target, problem_type=task, eval_metric=data.metric, path=str(workdir / name),
+                                 verbosity=args.verbosity)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the authors' autocast(device_type="cuda") warns on every CPU forward
+        predictor.fit(train, tuning_data=val, hyperparameters=hp, fit_weighted_ensemble=False,
+                      raise_on_model_failure=True, num_cpus=args.threads, num_gpus=0,
+                      callbacks=[FitWindows(sampler, fit_record)])
+    log(f"  fitted {len(predictor.model_names())} models in {time.perf_counter() - t0:.0f} s")
+    board = predictor.leaderboard(silent=True).set_index("model")
+    predictor.persist(models="all")
+    models = {m: predictor._trainer.load_model(m) for m in predictor.model_names()}
+    if multiclass:
+        from tabswift_vs_authors import ClassTable
+
+        for m, obj in models.items():
+            if m.startswith(TA):
+                obj.model.model_.icl_predictor.y_encoder = ClassTable(table)
+
+    x_test, y_test = test.drop(columns=[target]), test[target]
+    y_std = float(train[target].std(ddof=0)) if not classification else 1.0
+    outputs = {}
+    timing = {m: {k: [] for k in ("cold", "warm", "cold_cpu", "warm_cpu", "cold_peak_mb", "warm_peak_mb")}
+              for m in models}
+
+    def call(m):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if classification:
+                return predictor.predict_proba(x_test, model=m)
+            return predictor.predict(x_test, model=m)
+
+    order = [m for m in models if not m.endswith("_seed1")]
+    for r in range(args.rounds):
+        for m in (order if r % 2 == 0 else order[::-1]):  # alternate the order: load drifts on a shared machine
+            for kind in ("cold", "warm"):
+                if kind == "cold" and isinstance(models[m], OurModel):
+                    models[m].model.clear_cache()
+                rec: dict = {}
+                with sampler.window(rec, "mb"):
+                    t, cpu = time.perf_counter(), time.process_time()
+                    out = call(m)
+                    seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
+                timing[m][kind].append(seconds)
+                timing[m][f"{kind}_cpu"].append(cpu)
+                timing[m][f"{kind}_peak_mb"].append(rec["mb"])
+                outputs.setdefault(m, out)
+        log(f"  predict round {r + 1}/{args.rounds}: " + ", ".join(
+            f"{m} {timing[m]['cold'][-1]:.1f}/{timing[m]['warm'][-1]:.1f} s" for m in order))
+    for m in models:
+        if m not in outputs:  # the yardstick: predictions only
+            outputs[m] = call(m)
+
+    rows = []
+    labels = {TA: "TA-TABSWIFT defaults (16 members, random_state=0)",
+              f"{TA}_seed1": "TA-TABSWIFT defaults, random_state=1"}
+    labels.update({f"TabSwift{s}": label for s, label, _, _ in OURS})
+    weights = {f"TabSwift{s}": ("shipped checkpoint" if src == "shipped" or multiclass else "exported file")
+               for s, _, src, _ in OURS}
+    weights.update({TA: "exported file" + (" + class table" if multiclass else ""),
+                    f"{TA}_seed1": "exported file" + (" + class table" if multiclass else "")})
+    ta_t = timing[TA]
+    ta_s, ta_median = min(ta_t["cold"] + ta_t["warm"]), float(np.median(ta_t["cold"] + ta_t["warm"]))
+    ta_cpu = min(ta_t["cold_cpu"] + ta_t["warm_cpu"])
+    ta_mb = max(ta_t["cold_peak_mb"] + ta_t["warm_peak_mb"])
+    for m in models:
+        out = outputs[m]
+        pred = predictor.predict_from_proba(out) if classification else out
+        row = {"table": name, "task": task, **sizes, "model": m, "variant": labels.get(m, m), "weights": weights[m],
+               **{f"score_{k}": v for k, v in scores(task, y_test, pred, out if classification else None,
+                                                     predictor.positive_class if task == "binary" else None).items()},
+               **({} if m == TA else {f"vs_ta_{k}": v for k, v in agreement(task, out, outputs[TA], y_std).items()}),
+               "fit_s": round(float(board.loc[m, "fit_time"]), 2),
+               "val_predict_s": round(float(board.loc[m, "pred_time_val"]), 2),
+               **fit_record.get(m, {})}
+        t = timing[m]
+        if t["cold"]:  # TA-TABSWIFT has no cache: all its calls are of one kind, the fastest of them counts
+            ours = isinstance(models[m], OurModel)
+            cold, warm = (min(t["cold"]), min(t["warm"])) if ours else (ta_s, ta_s)
+            cold_cpu, warm_cpu = (min(t["cold_cpu"]), min(t["warm_cpu"])) if ours else (ta_cpu, ta_cpu)
+            peak = max(t["cold_peak_mb"]) if ours else ta_mb
+            row.update({"predict_cold_s_per_1k": round(1000 * cold / len(test), 3),
+                        "predict_warm_s_per_1k": round(1000 * warm / len(test), 3),
+                        "predict_cold_cpu_s_per_1k": round(1000 * cold_cpu / len(test), 3),
+                        "predict_warm_cpu_s_per_1k": round(1000 * warm_cpu / len(test), 3),
+                        "predict_calls_s": {k: [round(x, 2) for x in t[k]]
+                                            for k in ("cold", "warm", "cold_cpu", "warm_cpu")},
+                        "predict_peak_mb": peak, "predict_warm_peak_mb": max(t["warm_peak_mb"]),
+                        "threads": models[m]._fit_threads if ours else torch.get_num_threads()})
+            if m != TA:
+                row.update({"speed_ratio_cold": round(ta_s / cold, 3), "speed_ratio_warm": round(ta_s / warm, 3),
+                            "speed_ratio_cold_median": round(ta_median / float(np.median(t["cold"])), 3),
+                            "speed_ratio_warm_median": round(ta_median / float(np.median(t["warm"])), 3),
+                            "cpu_ratio_cold": round(ta_cpu / cold_cpu, 3),
+                            "cpu_ratio_warm": round(ta_cpu / warm_cpu, 3),
+                            "memory_ratio": round(ta_mb / peak, 3) if peak > 0 else None})
+        if isinstance(models[m], OurModel):
+            ens = models[m].model
+            info = models[m]._fit_summary or {}
+            row.update({"tau": ens.tau, "members": len(ens.members_), "context_rows": len(ens.y_context_),
+                        "fine_tuned": bool(info.get("best_step", 0)),
+                        "mean_exit_layer_test": round(ens.last_mean_exit_layer, 3) if ens.tau is not None else None,
+                        "layers": ens.network.config.n_layers, "tau_table": info.get("tau_table")})
+        rows.append(row)
+    return rows
+
+
+# ---- report ------------------------------------------------------------------------------------------------
+def _fmt(v, spec=".3f"):
+    return "" if v is None or (isinstance(v, float) and np.isnan(v)) else format(v, spec)
+
+
+def markdown(rows: list) -> str:
+    lines = ["| table | model | agreement with TA | max abs diff | test score | fit s (+ validation pass) "
+             "| predict s / 1k rows, cold / warm "
+             "| speed vs TA, cold / warm | peak MB (predict) | memory vs TA | tau (mean exit layer) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        reg = r["task"] == "regression"
+        if r["model"] == TA:
+            agree, diff = "(reference)", ""
+        elif reg:
+            agree, diff = "", f"{r['vs_ta_max_diff_over_y_std']:.3g} y-std"
+        else:
+            agree, diff = f"{r['vs_ta_class_agreement']:.4f}", f"{r['vs_ta_max_abs_diff']:.3g}"
+        score = (f"RMSE {r['score_rmse']:.4g}" if reg else f"acc {r['score_accuracy']:.4f}"
+                 + (f", AUC {r['score_roc_auc']:.4f}" if r.get("score_roc_auc") is not None else ""))
+        speed = (f"{r['predict_cold_s_per_1k']:.2f} / {r['predict_warm_s_per_1k']:.2f} ({r['threads']} thr.)"
+                 if "predict_cold_s_per_1k" in r else "")
+        ratio = (f"{r['speed_ratio_cold']:.2f}x / {r['speed_ratio_warm']:.2f}x" if "speed_ratio_cold" in r else "")
+        mem = _fmt(r.get("predict_peak_mb"), ".0f")
+        mem_ratio = f"{r['memory_ratio']:.2f}x" if r.get("memory_ratio") else ""
+        tau = ""
+        if "tau" in r and r["model"].endswith("_tau"):
+            tau = "off" if r["tau"] is None else f"{r['tau']} ({r['mean_exit_layer_test']:.2f} of {r['layers']})"
+        lines.append(f"| {r['table']} | {r['variant']} | {agree} | {diff} | {score} | {r['fit_s']:.2f} "
+                     f"({_fmt(r.get('fit_window_s'), '.1f')}) | {speed} | "
+                     f"{ratio} | {mem} | {mem_ratio} | {tau} |")
+    return "\n".join(lines)
+
+
+def plot(rows: list, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401
+
+    df = pd.DataFrame([r for r in rows if "speed_ratio_cold" in r])
+    tables = list(dict.fromkeys(df["table"]))
+    variants = list(dict.fromkeys(df["variant"]))
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    width = 0.8 / (2 * len(variants))
+    for j, v in enumerate(variants):
+        sub = df[df["variant"] == v].set_index("table").reindex(tables)
+        x = np.arange(len(tables)) + (2 * j - len(variants) + 0.5) * width
+        ax.bar(x, sub["speed_ratio_cold"], width, label=f"{v}: cold", color=f"C{j}")
+        ax.bar(x + width, sub["speed_ratio_warm"], width, label=f"{v}: warm", color=f"C{j}", alpha=0.45, hatch="//")
+    ax.set_yscale("log", base=2)
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.axhline(2.0, color="red", lw=0.8, ls="--", label="target: 2x")
+    ax.set_xticks(np.arange(len(tables)), tables)
+    ax.set_ylabel("TA-TABSWIFT predict time / ours (log scale)")
+    ax.set_ylim(top=2 * float(df[["speed_ratio_cold", "speed_ratio_warm"]].max().max()))
+    ax.set_title("Predict speed on CPU, same weights, 1 torch thread each (higher = ours faster)")
+    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.08))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _commit() -> str:
+    """HEAD of the checkout, ``-dirty`` when the package has uncommitted changes."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "autogluon_maya"], cwd=REPO,
+                               capture_output=True, text=True, check=True).stdout.strip()
+        return head + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv=None) -> int:
+    from autogluon_maya.common.protocol import default_datasets_dir
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", type=Path, nargs="?", default=default_datasets_dir(),
+                        help="datasets folder (<name>/data.csv.gz + meta.json; default: %(default)s)")
+    parser.add_argument("--tables", nargs="*", default=list(TABLES))
+    parser.add_argument("--train-rows", type=int, default=2048)
+    parser.add_argument("--val-rows", type=int, default=512)
+    parser.add_argument("--test-rows", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=2, help="predict calls per model and kind (minimum kept)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads, both sides")
+    parser.add_argument("--verbosity", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--report-only", action="store_true",
+                        help="rebuild results.md and speed_ratio.png from --out/results.json, fit nothing")
+    args = parser.parse_args(argv)
+    if args.report_only:
+        rows = json.loads((args.out / "results.json").read_text())["rows"]
+        (args.out / "results.md").write_text(markdown(rows) + "\n")
+        plot(rows, args.out / "speed_ratio.png")
+        return 0
+    torch.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+    sampler = PeakRSS()
+    t_start = time.time()
+
+    def log(msg):
+        print(f"[{time.time() - t_start:6.0f} s] {msg}", flush=True)
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        # our converted copy of the exported file goes to this run's folder, not the user's cache
+        os.environ["AUTOGLUON_MAYA_CACHE"] = str(tmp / "cache")
+        report = export_to_authors(SHIPPED_CHECKPOINT, tmp / "swift.ckpt", binary_only=True)
+        table = load_checkpoint(SHIPPED_CHECKPOINT).state_dict()["label_encoders.classes.weight"]
+        log(f"exported {SHIPPED_CHECKPOINT.name} to {report.path.name} (class encoder: {report.class_encoding})")
+        for name in args.tables:
+            log(f"{name}")
+            rows += run_table(name, args, report.path, table, sampler, tmp / "ag", log)
+            pd.DataFrame(rows).to_csv(args.out / "results.csv", index=False)  # partial results survive a crash
+    info = {"command": "python examples/benchmarks/tabswift_vs_ta.py " + " ".join(sys.argv[1:]),
+            "package_commit": _commit(),
+            "weights": f"shipped {SHIPPED_CHECKPOINT.name}, exported with binary_only=True",
+            "export": {"config": report.config, "class_encoding": report.class_encoding,
+                       "class_line_max_error": report.class_line_max_error,
+                       "class_line_unexplained": report.class_line_unexplained,
+                       "dropped_exit_tensors": len(report.dropped)},
+            "caps": {"train_rows": args.train_rows, "val_rows": args.val_rows, "test_rows": args.test_rows},
+            "seed": args.seed, "threads": args.threads, "rounds": args.rounds, "cpu_count": os.cpu_count(),
+            "load_average_end": os.getloadavg() if hasattr(os, "getloadavg") else None,
+            "torch": torch.__version__, "python": platform.python_version(),
+            "wall_seconds": round(time.time() - t_start, 1), "rows": rows}
+    try:
+        import autogluon.tabular
+        import tabarena
+
+        info.update(autogluon=autogluon.tabular.__version__, tabarena=getattr(tabarena, "__version__", None))
+    except ImportError:
+        pass
+    (args.out / "results.json").write_text(json.dumps(info, indent=1, default=str))
+    pd.DataFrame(rows).drop(columns=["tau_table", "predict_calls_s"], errors="ignore").to_csv(
+        args.out / "results.csv", index=False)
+    (args.out / "results.md").write_text(markdown(rows) + "\n")
+    plot(rows, args.out / "speed_ratio.png")
+    print(markdown(rows))
+    log("done")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

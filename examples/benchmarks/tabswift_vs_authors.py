@@ -159,7 +159,7 @@ def ours_autogluon(task, ckpt, Xtr, ytr, Xte, columns, workdir, **hp):
     # validation rows only feed AutoGluon's own bookkeeping: a zero-shot TabSwift ignores them, so they
     # are a copy of a few training rows and the context is exactly the authors' training set
     predictor = TabularPredictor(label="label", problem_type=ptype, path=str(workdir), verbosity=0).fit(
-        train, tuning_data=train.iloc[:64], hyperparameters={"TABSWIFT": {"checkpoint_path": str(ckpt), **hp}},
+        train, tuning_data=train.iloc[:64], hyperparameters={"TABSWIFT": {"checkpoint_path": str(ckpt), "fine_tune": False, **hp}},
         fit_weighted_ensemble=False, raise_on_model_failure=True, num_cpus=2)
     test = pd.DataFrame(Xte, columns=columns)
     if task == "regression":

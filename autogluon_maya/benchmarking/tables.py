@@ -27,7 +27,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "examples" / "benchmarks" / "results"
-DOCS = ("README.md", "docs/tabswift.md", "docs/pretraining.md", "docs/benchmarks.md", "docs/experiments.md",
+DOCS = ("README.md", "docs/tabswift.md", "docs/tabswift_vs_authors.md", "docs/pretraining.md", "docs/benchmarks.md",
+        "docs/experiments.md",
         "docs/maya.md")
 REGION = re.compile(r"(<!-- table:([\w-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
 
@@ -339,6 +340,13 @@ def readme_level1() -> str:
         n += 1
     body.append(["average rank (not fitted: last)"] + [f"{rank_sum[m] / n:.2f}" for m, _, _ in LEVEL1])
     return markdown(["dataset, test score (seconds used)"] + [m for m, _, _ in LEVEL1], body)
+
+
+@table("tabswift-vs-ta")
+def tabswift_vs_ta() -> str:
+    """The table ``examples/benchmarks/tabswift_vs_ta.py`` writes from its results.json (``--report-only``)."""
+    text = (RESULTS / "tabswift_vs_ta" / "results.md").read_text()
+    return "\n".join(line for line in text.splitlines() if line.startswith("|")) + "\n"
 
 
 @table("exp-light-ft")

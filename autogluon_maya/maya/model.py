@@ -23,22 +23,22 @@ FIT_OVERHEAD_BYTES = 140 * 2**20  # measured: 120-150 MiB for small one-block fi
 TORCH_IMPORT_BYTES = 200 * 2**20  # measured: ~180 MiB beside AutoGluon
 
 
-def embedding_bytes(option, n_num: int, hidden: int, rows: int) -> int:
+def embedding_bytes(option, n_num: int, hidden: int, rows: int, batch: int) -> int:
     """What a numeric embedding (``num_embeddings``) adds to a fit's peak: its parameters four times (weights,
-    gradients, Adam's two moments) and the encoding of a chunk of ``rows`` rows, which for PLR holds the 48
-    frequencies' products and their cosines and sines (3 x 48 floats per feature) and for the piecewise embedding
-    the bin encoding (48 floats).  Measured on 520 numeric features at width 64: PLR +106 MiB (400 rows) and
-    +299 MiB (1,100 rows: a 1,024-row chunk) over the linear token, piecewise +67 and +49 MiB (docs/maya.md)."""
+    gradients, Adam's two moments) and its largest activations.  PLR's encoding of a chunk of ``rows`` rows holds
+    the 48 frequencies' products and their cosines and sines (3 x 48 floats per feature), and sets the peak; the
+    piecewise embedding's bin encoding (48 floats per feature) counts as kept for the backward pass of a training
+    batch of ``batch`` rows (~3 copies).  Measured on 520 numeric features at width 64, one member, batch 128: PLR
+    +106 MiB at 400 rows and +299 MiB at 1,100 rows (a 1,024-row chunk) over the linear token, piecewise +67 and
+    +49 MiB (docs/maya.md, "Memory")."""
     if option is None or not n_num:
         return 0
     from .network import PIECEWISE_BINS
 
     k = PIECEWISE_BINS  # also the library's default count of PLR frequencies
     if option == "periodic":
-        params, floats = k + 2 * k * hidden + hidden, 3 * k
-    else:
-        params, floats = k * hidden + 2 * hidden, k
-    return 16 * n_num * params + 4 * rows * n_num * floats
+        return 16 * n_num * (k + 2 * k * hidden + hidden) + 4 * rows * n_num * 3 * k
+    return 16 * n_num * (k * hidden + 2 * hidden) + 4 * 3 * batch * n_num * k
 
 
 def activation_bytes(batch: int, n_features: int, hidden: int, layers: int, branches: int) -> int:
@@ -373,7 +373,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
 
             numeric = [c for c in X.columns if not _is_categorical(X[c])]
             n_num = len(numeric) + int(X[numeric].isna().any().sum()) if numeric else 0  # + missing indicators
-            network += embedding_bytes(hp["num_embeddings"], n_num, d, min(1024, n))
+            network += embedding_bytes(hp["num_embeddings"], n_num, d, min(1024, n), b)
         if parallel_wanted(hp["parallel_members"]) > 1 \
                 and activation_bytes(b, f, d, L, br) <= PARALLEL_MAX_ACTIVATION_BYTES:
             network *= 2  # two members may train at once

@@ -372,7 +372,9 @@ class MayaNetwork(nn.Module):
     quantile levels; ``label_kind``: "class" (lookup table) or "real" (linear map of a standardized target).
     ``settings``: any of ``NETWORK_KEYS``, the others the table's (``defaults``) for ``problem_type``.
     ``num_bins``: with ``num_embeddings="piecewise"``, the bin edges of each numeric feature, computed on the
-    training rows (``training_bins`` of s x, s the ``numeric_scale``)."""
+    training rows (``training_bins`` of s x, s the ``numeric_scale``).  A network built without them where
+    ``num_embeddings`` is the table's "piecewise", not given, has no training rows to take bins from and gets the
+    paper's linear token; "piecewise" given without bins is an error."""
 
     def __init__(self, n_num: int, cat_cardinalities: Sequence[int], out_dim: int, label_kind: str,
                  num_classes: int = 0, problem_type: Optional[str] = None,
@@ -385,6 +387,8 @@ class MayaNetwork(nn.Module):
             raise ValueError(f"label_kind must be 'class' or 'real', got {label_kind!r}")
         table = resolve_defaults(problem_type or ("binary" if label_kind == "class" else "regression"))
         c = {k: settings.get(k, table[k]) for k in NETWORK_KEYS}
+        if "num_embeddings" not in settings and c["num_embeddings"] == "piecewise" and num_bins is None:
+            c["num_embeddings"] = None
         d = int(c["hidden_size"])
         self.tokenizer = FeatureTokenizer(n_num, cat_cardinalities, d, c["if_bias"], c["add_act"], c["act_type"],
                                           c["numeric_scale"], c["num_embeddings"], num_bins)

@@ -19,8 +19,9 @@ from autogluon_maya.maya.network import FeatureTokenizer, training_bins
 from plugin_tests.resources import fit_on_cores, torch_globals_kept  # noqa: F401  (a fixture)
 
 D, N_NUM, CARDS = 8, 3, [4, 2]
+# one thread's arithmetic and every epoch validated: the same fit every run (no timing-dependent choice)
 TINY = {"hidden_size": 16, "num_heads": 2, "max_epochs": 2, "patience": None, "ensemble_members": 1,
-        "parallel_members": 1, "adaptive_threads": False}
+        "parallel_members": 1, "adaptive_threads": False, "validation_every": 1}
 
 
 def _tokenizer(option, x_train=None, seed=0) -> FeatureTokenizer:
@@ -220,6 +221,7 @@ def test_a_tabular_predictor_fits_and_refits_with_each_option(option, tmp_path, 
     kind = PeriodicEmbeddings if option == "periodic" else PiecewiseLinearEmbeddings
     for name in ("Maya", full):
         model = predictor._trainer.load_model(name)
+        assert len(model.model) == 1, f"{name} kept no network: {model.get_info()['maya_fit'].get('fallback')}"
         assert isinstance(_tokenizer_of(model)._modules.get("num_embedding"), kind), name
         proba = predictor.predict_proba(data.iloc[300:], model=name)
         assert proba.shape == (60, 2) and np.isfinite(proba.to_numpy()).all()
@@ -228,3 +230,22 @@ def test_a_tabular_predictor_fits_and_refits_with_each_option(option, tmp_path, 
         x_all = torch.from_numpy(refit._encoder.transform(X.iloc[:300]).x_num)
         for got, want in zip(_tokenizer_of(refit).bins(), compute_bins(x_all)):
             torch.testing.assert_close(got, want)
+
+
+def test_the_memory_estimate_counts_the_embedding():
+    """AutoGluon weighs the estimate against the free memory before a fit.  What each embedding adds to it on 520
+    numeric features (1,100 rows, width 64, one member) must cover what it added to a measured fit's peak (PLR
+    +299 MiB, piecewise +49 MiB over the linear token; docs/maya.md, "Memory") and stay within twice that."""
+    X = pd.DataFrame(np.zeros((1100, 520)), columns=[f"c{i}" for i in range(520)])
+
+    def added(option) -> float:
+        hp = {"parallel_members": 1}
+        base = MayaModel._estimate_memory_usage_static(X=X, hyperparameters={**hp, "num_embeddings": None})
+        return (MayaModel._estimate_memory_usage_static(X=X, hyperparameters={**hp, "num_embeddings": option})
+                - base) / 2**20
+
+    assert 299 <= added("periodic") <= 2 * 299
+    assert 49 <= added("piecewise") <= 2 * 67  # measured +49 (1,100 rows) and +67 MiB (400 rows)
+    categorical = X.astype("category")  # categorical columns take no numeric embedding
+    assert MayaModel._estimate_memory_usage_static(X=categorical, hyperparameters={"num_embeddings": "periodic"}) \
+        == MayaModel._estimate_memory_usage_static(X=categorical, hyperparameters={"num_embeddings": None})

@@ -249,3 +249,17 @@ def test_the_memory_estimate_counts_the_embedding():
     categorical = X.astype("category")  # categorical columns take no numeric embedding
     assert MayaModel._estimate_memory_usage_static(X=categorical, hyperparameters={"num_embeddings": "periodic"}) \
         == MayaModel._estimate_memory_usage_static(X=categorical, hyperparameters={"num_embeddings": None})
+
+
+def test_a_network_without_bins_takes_the_linear_token_only_where_piecewise_is_the_tables_default(x_train):
+    """``MayaNetwork`` built without training rows (a FLOP count, a unit test) cannot have piecewise bins: where
+    "piecewise" is only the table's default it gets the linear token; asked for explicitly, it is an error."""
+    from autogluon_maya.maya.defaults import resolve_defaults
+    from autogluon_maya.maya.network import MayaNetwork
+
+    assert resolve_defaults("binary")["num_embeddings"] == "piecewise"
+    assert MayaNetwork(N_NUM, [], 2, "class", 2).tokenizer.num_weight is not None
+    built = MayaNetwork(N_NUM, [], 2, "class", 2, num_bins=training_bins(x_train))
+    assert isinstance(built.tokenizer.num_embedding, PiecewiseLinearEmbeddings)
+    with pytest.raises(ValueError, match="needs the training rows' bin edges"):
+        MayaNetwork(N_NUM, [], 2, "class", 2, num_embeddings="piecewise")

@@ -57,8 +57,8 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     "numeric_transform": ByType("quantile", "minmax_or_quantile", "quantile", "quantile"),
     "numeric_scale": ByType(1.0, 5.0, 1.0, 1.0),  # numeric token j = (s x_j) W_j + b_j
     # the numeric token: None is the paper's linear token (Eq. 1); "periodic" / "piecewise" are the embeddings of
-    # Gorishniy et al. 2022 (network.FeatureTokenizer, NUM_EMBEDDINGS).  Piecewise validated better on 8 of 8
-    # binary and regression (table, seed) pairs and worse on 4 of 4 multiclass ones (docs/maya.md)
+    # Gorishniy et al. 2022 (network.FeatureTokenizer, NUM_EMBEDDINGS).  Piecewise for binary and regression,
+    # the linear token for multiclass: chosen on validation scores (docs/maya.md, "Numeric embeddings")
     "num_embeddings": ByType("piecewise", None, "piecewise", "piecewise"),
 }
 # numeric tokens besides the paper's linear one: PLR (periodic -> linear -> ReLU) and piecewise-linear embeddings

@@ -16,8 +16,8 @@ def test_telco_churn_beats_majority_class(load_dataset):
     df, meta = load_dataset("telco_churn", n=1500)
     train, val, test = p1_split(Dataset("telco_churn", df, meta["target"], meta["task"]), seed=0)
     pred = TabularPredictor(label=meta["target"], problem_type=meta["task"], path="ag", verbosity=0).fit(
-        train, tuning_data=val, hyperparameters={"MAYA": SMALL}, fit_weighted_ensemble=False,
-        raise_on_model_failure=True)
+        train, tuning_data=val, hyperparameters={"MAYA": {**SMALL, "hidden_size": 64}}, fit_weighted_ensemble=False,
+        raise_on_model_failure=True)  # width 64, the default: at 32 the piecewise token can stall (docs/maya.md)
     acc = (pred.predict(test.drop(columns=meta["target"])) == test[meta["target"]]).mean()
     majority = test[meta["target"]].value_counts(normalize=True).max()
     assert acc > majority + 0.03, (acc, majority)  # telco has categorical columns and a 73% majority

@@ -26,7 +26,7 @@ def test_a_bagged_refit_replays_the_folds_combined_record(tmp_path, autogluon_lo
     X = pd.DataFrame(rng.normal(size=(240, 3)), columns=list("abc"))
     data = X.assign(y=(X["a"] + 0.5 * X["b"] > 0).astype(int))
     hp = {"max_epochs": 8, "patience": None, "hidden_size": 16, "num_heads": 2, "ensemble_members": 3,
-          "parallel_members": 1, "adaptive_threads": False}
+          "parallel_members": 1, "adaptive_threads": False, "num_embeddings": None}
     pred = TabularPredictor(label="y", path=str(tmp_path / "ag"), verbosity=0).fit(
         data, hyperparameters={"MAYA": hp}, num_bag_folds=2, fit_weighted_ensemble=False,
         ag_args_ensemble={"fold_fitting_strategy": "sequential_local"}, ag_args_fit={"num_cpus": 1, "num_gpus": 0},

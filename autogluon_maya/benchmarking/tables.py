@@ -349,6 +349,54 @@ def tabswift_vs_ta() -> str:
     return "\n".join(line for line in text.splitlines() if line.startswith("|")) + "\n"
 
 
+# ---- MAYA's numeric embeddings (docs/maya.md) ---------------------------------------------------------------
+EMBEDDINGS = (("MAYA", "linear (`None`)"), ("MAYA@periodic", "`periodic`"), ("MAYA@piecewise", "`piecewise`"))
+
+
+def _embeddings_table(key: str) -> str:
+    """Per (table, seed): the validation (``key="val_score"``) or test score of the three numeric tokens, the mean
+    per metric, and (validation) the pairs each embedding beats the linear token on and its mean relative gain."""
+    recs = rows("num_embeddings")
+    latest = {(r["dataset"], int(r["seed"]), r["model"]): r for r in recs}
+    pairs = sorted({(d, s) for d, s, _ in latest}, key=lambda ds: ([r["dataset"] for r in recs].index(ds[0]), ds[1]))
+    body, by_metric, better, gains = [], {}, {m: 0 for m, _ in EMBEDDINGS}, {m: [] for m, _ in EMBEDDINGS}
+    for d, seed in pairs:
+        cells = {m: latest.get((d, seed, m)) for m, _ in EMBEDDINGS}
+        if not all(cells.values()):
+            continue
+        regression = cells["MAYA"]["task"] == "regression"
+        vals = {m: float(r[key] if key == "val_score" else (r["rmse"] if regression else r["accuracy"]))
+                for m, r in cells.items()}
+        metric = "RMSE, lower is better" if regression else "accuracy"
+        body.append([f"{d} ({metric})", str(seed)] + [fmt(vals[m]) for m, _ in EMBEDDINGS])
+        by_metric.setdefault(regression, []).append(vals)
+        for m, _ in EMBEDDINGS[1:]:
+            base = vals["MAYA"]
+            better[m] += (vals[m] < base) if regression else (vals[m] > base)
+            gains[m].append((base - vals[m]) / base if regression else (vals[m] - base) / base)
+    for regression, label in ((False, "mean accuracy, {} classification pairs"), (True, "mean RMSE, {} regression pairs")):
+        group = by_metric.get(regression, [])
+        if group:
+            body.append([label.format(len(group)), ""] + [fmt(sum(v[m] for v in group) / len(group))
+                                                           for m, _ in EMBEDDINGS])
+    if key == "val_score":
+        n = len(gains["MAYA@periodic"])
+        body.append(["pairs better than linear", "", ""] + [f"{better[m]} of {n}" for m, _ in EMBEDDINGS[1:]])
+        body.append(["mean relative gain over linear", "", ""]
+                    + [f"{100 * sum(gains[m]) / max(1, len(gains[m])):.1f} %" for m, _ in EMBEDDINGS[1:]])
+    return markdown(["table (metric)", "seed"] + [label for _, label in EMBEDDINGS], body, "llrrr")
+
+
+@table("maya-embeddings-val")
+def maya_embeddings_val() -> str:
+    return _embeddings_table("val_score")
+
+
+@table("maya-embeddings-test")
+def maya_embeddings_test() -> str:
+    return _embeddings_table("test")
+
+
 @table("exp-light-ft")
 def exp_light_ft() -> str:
     return ensemble_pair("ensemble_600s", "ensemble_600s_light_ft")

@@ -28,9 +28,7 @@ def embedding_bytes(option, n_num: int, hidden: int, rows: int, batch: int) -> i
     gradients, Adam's two moments) and its largest activations.  PLR's encoding of a chunk of ``rows`` rows holds
     the 48 frequencies' products and their cosines and sines (3 x 48 floats per feature), and sets the peak; the
     piecewise embedding's bin encoding (48 floats per feature) counts as kept for the backward pass of a training
-    batch of ``batch`` rows (~3 copies).  Measured on 520 numeric features at width 64, one member, batch 128: PLR
-    +106 MiB at 400 rows and +299 MiB at 1,100 rows (a 1,024-row chunk) over the linear token, piecewise +67 and
-    +49 MiB (docs/maya.md, "Memory")."""
+    batch of ``batch`` rows (~3 copies).  Calibrated on measured peaks (docs/maya.md, "Memory")."""
     if option is None or not n_num:
         return 0
     from .network import PIECEWISE_BINS
@@ -162,6 +160,9 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         val_proba, val_score_fn, judge, score_proba = self._validation_scorers(X_val, y_val, device)
         prior = self._prior_prediction(y_np if classification else np.asarray(y, dtype=np.float64), sample_weight)
         if replay is not None and not replay:  # the fit (or every fold, on average) fell back to the prior
+            self._fit_info = {"stop": {"rule": "replay", "epoch": 0, "member": None, "seconds": 0.0,
+                                       "time_limit": time_limit, "stopped_early": None},
+                              "members_kept": 0, "fallback": None}
             self._fall_back_to_prior(prior, "the fit replayed kept no network (it fell back to the prior)")
             self.params_trained.update(replay_record([], [], 0))
             return

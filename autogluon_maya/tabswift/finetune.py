@@ -212,10 +212,9 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
 
 #: fine_tune="auto": the estimated cost of the minimum useful fine-tuning is multiplied by this before it is
 #: compared with the time left.  The step estimate is 3 forward passes of one probe episode per episode
-#: (forward + backward); measured on 2 shared cores, real steps took 1.0x (satimage) to 2.0x (cpu_act) of it.
-#: The margin does not keep the fit within its time limit (every step checks the deadline before it starts);
-#: it keeps a fit from spending a validation pass and a few steps on fine-tuning too short to help.  At the
-#: worst measured ratio a fit that passes the rule still runs ~3/4 of the minimum steps.
+#: (forward + backward); real steps can take up to about twice that (docs/tabswift.md).  The margin does not
+#: keep the fit within its time limit (every step checks the deadline before it starts); it keeps a fit from
+#: spending a validation pass and a few steps on fine-tuning too short to help.
 AUTO_MARGIN = 1.5
 
 

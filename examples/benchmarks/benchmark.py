@@ -2,7 +2,7 @@
 
     python examples/benchmarks/benchmark.py --data-dir $AUTOGLUON_MAYA_DATASETS --models MAYA,GBM,CAT,XGB,NN_TORCH,TABM,REALMLP \
         --seeds 0,1,2 --time-limit 300 --out results/
-    python examples/benchmarks/benchmark.py --quick                    # 4 small datasets, 4 models, 60 s, ~20 min on 2 cores
+    python examples/benchmarks/benchmark.py --quick                    # 4 small datasets, 4 models, 60 s, about 15 min on 2 cores
     python examples/benchmarks/benchmark.py --out results/ --report-only
 
 P1 (autogluon_maya.common.protocol): 64/16/20 train/validation/test split, stratified for

@@ -138,6 +138,11 @@ class TorchPluginMixin:
         return int(n) if n else None
 
 
+#: what torch's first import adds to a process beside AutoGluon (measured: ~180 MiB); the models' memory
+#: estimates add it only where torch has not been imported yet
+TORCH_IMPORT_BYTES = 200 * 2 ** 20
+
+
 def param_value(params: Dict[str, Any], key: str):
     """A hyperparameter's value, or the default of a search space given in its place (memory estimates
     are asked for before HPO has picked a value)."""

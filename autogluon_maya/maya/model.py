@@ -12,7 +12,7 @@ from autogluon.core.constants import BINARY, MULTICLASS, QUANTILE, REGRESSION
 from autogluon.core.hpo.constants import RAY_BACKEND
 from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorchModel
 
-from ..common.ag_model import TorchPluginMixin, param_value
+from ..common.ag_model import TORCH_IMPORT_BYTES, TorchPluginMixin, param_value
 from .defaults import AUTO_BATCH_ROWS, check_params, pop_replay, replay_record, resolve_defaults
 from .members import PARALLEL_MAX_ACTIVATION_BYTES, parallel_wanted, resolve_members, resolve_parallel, train_members
 
@@ -20,7 +20,6 @@ logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
 PREDICT_CHUNK_ROWS = 1024  # query rows per inference chunk (FittedMaya.predict_raw also caps the similarity block)
 FIT_OVERHEAD_BYTES = 140 * 2**20  # measured: 120-150 MiB for small one-block fits
-TORCH_IMPORT_BYTES = 200 * 2**20  # measured: ~180 MiB beside AutoGluon
 
 
 def embedding_bytes(option, n_num: int, hidden: int, rows: int, batch: int) -> int:

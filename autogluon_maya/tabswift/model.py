@@ -27,7 +27,7 @@ from autogluon.core.constants import BINARY, MULTICLASS, REGRESSION
 from autogluon.core.hpo.constants import RAY_BACKEND
 from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorchModel
 
-from ..common.ag_model import TorchPluginMixin, param_value
+from ..common.ag_model import TORCH_IMPORT_BYTES, TorchPluginMixin, param_value
 
 from .defaults import DEFAULT_PARAMS
 
@@ -71,7 +71,6 @@ def describe_checkpoint(path) -> str:
 #: measured in a fresh process: what a zero-shot fit of the shipped checkpoint adds beyond its context
 #: caches and attention blocks (the network, the preprocessing, torch's allocator pools)
 FIT_OVERHEAD_BYTES = 50 * 2 ** 20
-TORCH_IMPORT_BYTES = 200 * 2 ** 20  # torch's first import beside AutoGluon (as MAYA's estimate counts it)
 #: the authors' released network (24 blocks, d = 192, 4 heads, 64 registers)
 RELEASED_DIMS = (24, 192, 4, 64)
 

@@ -349,6 +349,55 @@ def tabswift_vs_ta() -> str:
     return "\n".join(line for line in text.splitlines() if line.startswith("|")) + "\n"
 
 
+# ---- TabSwift alone at 300 s: zero-shot against fine_tune="auto" (docs/tabswift.md) -------------------------
+SINGLE = "single_300s"
+TABLES12 = ("qsar_biodeg", "seismic_bumps", "phoneme", "spambase", "telco_churn", "bank_churn", "satimage", "letter",
+            "otto", "ames_housing", "cpu_act", "house_16H")
+
+
+def _latest(folder: str, dataset: str, model: str) -> Dict[int, dict]:
+    """The latest ok row per split seed of (dataset, model) in ``folder``."""
+    return {int(r["seed"]): r for r in rows(folder) if r["dataset"] == dataset and r["model"] == model}
+
+
+@table("tabswift-fine-tune-auto")
+def tabswift_fine_tune_auto() -> str:
+    """TabSwift alone (shipped weights) zero-shot and with fine_tune="auto" beside LightGBM and CatBoost, each a
+    mean over the split seeds every model has: validation and test (accuracy; RMSE for regression), TabSwift's
+    fit seconds, the seeds where "auto" kept fine-tuned weights, and the two targets' verdicts."""
+    models = ("GBM", "CAT", "TABSWIFT", "TABSWIFT@auto")
+    body, wins, worst = [], 0, []
+    for d in TABLES12:
+        recs = {m: _latest(SINGLE, d, m) for m in models}
+        common = sorted(set.intersection(*(set(v) for v in recs.values())))
+        if not common:
+            continue
+        mean = lambda m, f: sum(f(recs[m][s]) for s in common) / len(common)  # noqa: E731
+        regression = recs["GBM"][common[0]]["task"] == "regression"
+        val = (lambda r: -float(r["val_score"])) if regression else (lambda r: float(r["val_score"]))
+        test = {m: mean(m, score) for m in models}
+        better = (lambda a, b: a <= b) if regression else (lambda a, b: a >= b)
+        auto_wins = better(test["TABSWIFT@auto"], test["GBM"])
+        wins += auto_wins
+        tuned = sum(bool((recs["TABSWIFT@auto"][s].get("fit_fine_tune") or {}).get("fine_tuned")) for s in common)
+        ratio = "—"
+        if regression:
+            r = test["TABSWIFT@auto"] / min(test["GBM"], test["CAT"])
+            worst.append(r)
+            ratio = f"{r:.2f}"
+        body.append([f"{d} ({'RMSE ↓' if regression else 'accuracy'})", str(len(common)),
+                     fmt(test["GBM"]), fmt(test["CAT"]),
+                     f"{fmt(mean('TABSWIFT', val))} / {fmt(test['TABSWIFT'])}",
+                     f"{fmt(mean('TABSWIFT@auto', val))} / {fmt(test['TABSWIFT@auto'])}",
+                     f"{tuned} of {len(common)}", f"{mean('TABSWIFT@auto', lambda r: float(r['fit_s'])):.0f}",
+                     "yes" if auto_wins else "no", ratio])
+    body.append([f"**{len(body)} tables**", "", "", "", "", "", "", "", f"**{wins} of {len(body)}**",
+                 f"**max {max(worst):.2f}**" if worst else "—"])
+    return markdown(["table", "seeds", "LightGBM test", "CatBoost test", "zero-shot val / test",
+                     '`"auto"` val / test', "fine-tuned", '`"auto"` fit s', '`"auto"` >= LightGBM (test)',
+                     "RMSE / best tree's"], body, "lrrrrrrrlr")
+
+
 # ---- MAYA's numeric embeddings (docs/maya.md) ---------------------------------------------------------------
 EMBEDDINGS = (("MAYA", "linear (`None`)"), ("MAYA@periodic", "`periodic`"), ("MAYA@piecewise", "`piecewise`"))
 

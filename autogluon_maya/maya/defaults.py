@@ -115,10 +115,13 @@ def pop_replay(params: Dict[str, Any], seed: int):
     if count is None:
         return None
     count = int(count)
-    if count < 0 or any(i not in slots for i in range(1, count + 1)):
+    if count < 0 or (count and not slots):
         raise ValueError(f"MAYA's {REPLAY_COUNT_KEY}={count} needs {REPLAY_EPOCHS_PREFIX}1..{count}, "
                          f"got {sorted(slots)}")
-    return [[seed + MEMBER_SEED_STRIDE * i, max(1, int(slots[i + 1]))] for i in range(count)]
+    # a slot missing from the record (folds that could train different numbers of members: a bag combines
+    # the keys of its first fold) gets the rounded mean of the slots recorded, as replay_record fills them
+    fill = max(1, int(round(sum(int(v) for v in slots.values()) / len(slots)))) if slots else 1
+    return [[seed + MEMBER_SEED_STRIDE * i, max(1, int(slots.get(i + 1, fill)))] for i in range(count)]
 
 
 def resolve_defaults(problem_type: str, recipe: str = "default") -> Dict[str, Any]:

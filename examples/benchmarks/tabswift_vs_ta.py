@@ -449,17 +449,24 @@ def main(argv=None) -> int:
         print(f"[{time.time() - t_start:6.0f} s] {msg}", flush=True)
 
     rows = []
+    cache_before = os.environ.get("AUTOGLUON_MAYA_CACHE")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         # our converted copy of the exported file goes to this run's folder, not the user's cache
         os.environ["AUTOGLUON_MAYA_CACHE"] = str(tmp / "cache")
-        report = export_to_authors(SHIPPED_CHECKPOINT, tmp / "swift.ckpt", binary_only=True)
-        table = load_checkpoint(SHIPPED_CHECKPOINT).state_dict()["label_encoders.classes.weight"]
-        log(f"exported {SHIPPED_CHECKPOINT.name} to {report.path.name} (class encoder: {report.class_encoding})")
-        for name in args.tables:
-            log(f"{name}")
-            rows += run_table(name, args, report.path, table, sampler, tmp / "ag", log)
-            pd.DataFrame(rows).to_csv(args.out / "results.csv", index=False)  # partial results survive a crash
+        try:
+            report = export_to_authors(SHIPPED_CHECKPOINT, tmp / "swift.ckpt", binary_only=True)
+            table = load_checkpoint(SHIPPED_CHECKPOINT).state_dict()["label_encoders.classes.weight"]
+            log(f"exported {SHIPPED_CHECKPOINT.name} to {report.path.name} (class encoder: {report.class_encoding})")
+            for name in args.tables:
+                log(f"{name}")
+                rows += run_table(name, args, report.path, table, sampler, tmp / "ag", log)
+                pd.DataFrame(rows).to_csv(args.out / "results.csv", index=False)  # partial results survive a crash
+        finally:  # the caller's cache setting back: a cache inside a deleted folder would outlive the run
+            if cache_before is None:
+                os.environ.pop("AUTOGLUON_MAYA_CACHE", None)
+            else:
+                os.environ["AUTOGLUON_MAYA_CACHE"] = cache_before
     info = {"command": "python examples/benchmarks/tabswift_vs_ta.py " + " ".join(sys.argv[1:]),
             "package_commit": _commit(),
             "weights": f"shipped {SHIPPED_CHECKPOINT.name}, exported with binary_only=True",

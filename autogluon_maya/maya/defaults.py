@@ -11,6 +11,8 @@ import math
 import numbers
 from typing import Any, Dict, NamedTuple
 
+from ..common.preprocessing import NUMERIC_TRANSFORMS
+
 PROBLEM_TYPES = ("binary", "multiclass", "regression", "quantile")
 
 
@@ -174,8 +176,7 @@ CHECKS = {
     "ema_epochs": ("None or a number > 0", _or(lambda v: v is None, _real(0, lo_open=True))),
     "ensemble_members": ("'auto' or an integer >= 1", _or(_one_of("auto"), _int(1))),
     "parallel_members": ("'auto' or an integer >= 1", _or(_one_of("auto"), _int(1))),
-    "numeric_transform": ("one of quantile, minmax, minmax_or_quantile, standard, none",
-                          _one_of("quantile", "minmax", "minmax_or_quantile", "standard", "none")),
+    "numeric_transform": ("one of " + ", ".join(NUMERIC_TRANSFORMS), _one_of(*NUMERIC_TRANSFORMS)),
     "num_embeddings": ("None, 'periodic' or 'piecewise'", _or(lambda v: v is None, _one_of(*NUM_EMBEDDINGS))),
     "tabm_k": ("an integer >= 1", _int(1)),
 }

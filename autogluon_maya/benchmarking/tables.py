@@ -374,7 +374,7 @@ def tabswift_fine_tune_auto() -> str:
             continue
         mean = lambda m, f: sum(f(recs[m][s]) for s in common) / len(common)  # noqa: E731
         regression = recs["GBM"][common[0]]["task"] == "regression"
-        val = (lambda r: -float(r["val_score"])) if regression else (lambda r: float(r["val_score"]))
+        val = lambda r: float(r["val_score"])  # noqa: E731  (the runner stores RMSE, not its negative)
         test = {m: mean(m, score) for m in models}
         better = (lambda a, b: a <= b) if regression else (lambda a, b: a >= b)
         auto_wins = better(test["TABSWIFT@auto"], test["GBM"])
@@ -402,38 +402,45 @@ def tabswift_fine_tune_auto() -> str:
 EMBEDDINGS = (("MAYA", "linear (`None`)"), ("MAYA@periodic", "`periodic`"), ("MAYA@piecewise", "`piecewise`"))
 
 
-def _embeddings_table(key: str) -> str:
-    """Per (table, seed): the validation (``key="val_score"``) or test score of the three numeric tokens, the mean
-    per metric, and (validation) the pairs each embedding beats the linear token on and its mean relative gain."""
-    recs = rows("num_embeddings")
+def _settings_table(folder: str, variants: Sequence[tuple], key: str, base_name: Optional[str] = None) -> str:
+    """Per (table, seed) of a settings experiment in ``folder``: the validation (``key="val_score"``) or test
+    score of each variant (``(model, label)``, the first the baseline), the mean per metric, and (validation)
+    the pairs each variant beats the baseline (``base_name``, default its label) on and its mean relative gain."""
+    recs = rows(folder)
+    base_name = base_name or variants[0][1]
+    base_model = variants[0][0]
     latest = {(r["dataset"], int(r["seed"]), r["model"]): r for r in recs}
     pairs = sorted({(d, s) for d, s, _ in latest}, key=lambda ds: ([r["dataset"] for r in recs].index(ds[0]), ds[1]))
-    body, by_metric, better, gains = [], {}, {m: 0 for m, _ in EMBEDDINGS}, {m: [] for m, _ in EMBEDDINGS}
+    body, by_metric, better, gains = [], {}, {m: 0 for m, _ in variants}, {m: [] for m, _ in variants}
     for d, seed in pairs:
-        cells = {m: latest.get((d, seed, m)) for m, _ in EMBEDDINGS}
+        cells = {m: latest.get((d, seed, m)) for m, _ in variants}
         if not all(cells.values()):
             continue
-        regression = cells["MAYA"]["task"] == "regression"
+        regression = cells[base_model]["task"] == "regression"
         vals = {m: float(r[key] if key == "val_score" else (r["rmse"] if regression else r["accuracy"]))
                 for m, r in cells.items()}
         metric = "RMSE, lower is better" if regression else "accuracy"
-        body.append([f"{d} ({metric})", str(seed)] + [fmt(vals[m]) for m, _ in EMBEDDINGS])
+        body.append([f"{d} ({metric})", str(seed)] + [fmt(vals[m]) for m, _ in variants])
         by_metric.setdefault(regression, []).append(vals)
-        for m, _ in EMBEDDINGS[1:]:
-            base = vals["MAYA"]
+        for m, _ in variants[1:]:
+            base = vals[base_model]
             better[m] += (vals[m] < base) if regression else (vals[m] > base)
             gains[m].append((base - vals[m]) / base if regression else (vals[m] - base) / base)
     for regression, label in ((False, "mean accuracy, {} classification pairs"), (True, "mean RMSE, {} regression pairs")):
         group = by_metric.get(regression, [])
         if group:
             body.append([label.format(len(group)), ""] + [fmt(sum(v[m] for v in group) / len(group))
-                                                           for m, _ in EMBEDDINGS])
+                                                           for m, _ in variants])
     if key == "val_score":
-        n = len(gains["MAYA@periodic"])
-        body.append(["pairs better than linear", "", ""] + [f"{better[m]} of {n}" for m, _ in EMBEDDINGS[1:]])
-        body.append(["mean relative gain over linear", "", ""]
-                    + [f"{100 * sum(gains[m]) / max(1, len(gains[m])):.1f} %" for m, _ in EMBEDDINGS[1:]])
-    return markdown(["table (metric)", "seed"] + [label for _, label in EMBEDDINGS], body, "llrrr")
+        n = len(gains[variants[1][0]])
+        body.append([f"pairs better than {base_name}", "", ""] + [f"{better[m]} of {n}" for m, _ in variants[1:]])
+        body.append([f"mean relative gain over {base_name}", "", ""]
+                    + [f"{100 * sum(gains[m]) / max(1, len(gains[m])):.1f} %" for m, _ in variants[1:]])
+    return markdown(["table (metric)", "seed"] + [label for _, label in variants], body, "ll" + "r" * len(variants))
+
+
+def _embeddings_table(key: str) -> str:
+    return _settings_table("num_embeddings", EMBEDDINGS, key, "linear")
 
 
 @table("maya-embeddings-val")
@@ -444,6 +451,21 @@ def maya_embeddings_val() -> str:
 @table("maya-embeddings-test")
 def maya_embeddings_test() -> str:
     return _embeddings_table("test")
+
+
+# ---- MAYA: TabM's parameter-efficient members and RealMLP's / TabM's input scaling (docs/maya.md) ------------
+TABM_SCALING = (("MAYA", "default"), ("MAYA@k4", "`tabm_k=4`"), ("MAYA@robust", '`"robust_smooth_clip"`'),
+                ("MAYA@noisyq", '`"noisy_quantile"`'))
+
+
+@table("maya-tabm-scaling-val")
+def maya_tabm_scaling_val() -> str:
+    return _settings_table("maya_tabm_and_scaling", TABM_SCALING, "val_score")
+
+
+@table("maya-tabm-scaling-test")
+def maya_tabm_scaling_test() -> str:
+    return _settings_table("maya_tabm_and_scaling", TABM_SCALING, "test")
 
 
 @table("exp-light-ft")

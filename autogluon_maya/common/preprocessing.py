@@ -45,55 +45,9 @@ def _is_categorical(s: pd.Series) -> bool:
 #   the training values span at least half of it), "quantile" for the rest: on the whole tables, satimage's 36
 #   band values and letter's 15 of 16 take minmax, otto's 93 counts and spambase's 56 of 57 frequencies quantile.
 # - "standard": z-score with the training mean and standard deviation.
-# - "robust_smooth_clip": RealMLP's (Holzmueller et al., "Better by Default", NeurIPS 2024): centred on the median,
-#   divided by the interquartile range (by half the range where that is 0), then x / sqrt(1 + (x / 3)^2), which is
-#   near the identity for |x| < 1 and bends outliers smoothly towards +-3 instead of cutting them.
-# - "noisy_quantile": TabM's (Gorishniy et al., ICLR 2025): quantile-normal with n / 30 quantiles (10 to 1,000),
-#   fitted on the training values plus Gaussian noise, so that the many ties of a discrete column spread over the
-#   normal instead of piling onto one value.  The noise is 1e-3 x the column's standard deviation; the reference
-#   code draws it with standard deviation 1e-3 / max(std, 1e-3), which for a column of small spread (std 0.01)
-#   is ten times the spread and reorders its values, so the noise here scales with the column instead.
 # - "none": the values as they are (after imputation).
-NUMERIC_TRANSFORMS = ("quantile", "minmax", "minmax_or_quantile", "standard", "robust_smooth_clip", "noisy_quantile",
-                      "none")
+NUMERIC_TRANSFORMS = ("quantile", "minmax", "minmax_or_quantile", "standard", "none")
 CENTRAL_RANGE_SHARE = 0.5
-SMOOTH_CLIP_AT = 3.0  # RealMLP's smooth clip: x / sqrt(1 + (x / 3)^2) tends to +-3
-NOISY_QUANTILE_NOISE = 1e-3  # x std of the column: the noise added to the rows the quantiles are fitted on
-
-
-class RobustSmoothClip:
-    """RealMLP's robust scaling and smooth clipping, per column, fitted on the training rows."""
-
-    def fit(self, num: np.ndarray) -> "RobustSmoothClip":
-        self.center_ = np.median(num, axis=0)
-        q1, q3 = np.quantile(num, [0.25, 0.75], axis=0)
-        spread = q3 - q1
-        half_range = 0.5 * (num.max(axis=0) - num.min(axis=0))
-        # a column whose middle half is one value (a mostly-zero count) scales by half its range; a constant by 1
-        self.scale_ = np.where(spread > 0, spread, np.where(half_range > 0, half_range, 1.0))
-        return self
-
-    def transform(self, num: np.ndarray) -> np.ndarray:
-        z = (num - self.center_) / self.scale_
-        return z / np.sqrt(1.0 + (z / SMOOTH_CLIP_AT) ** 2)
-
-
-class NoisyQuantile:
-    """TabM's noisy quantile transform: the quantiles fitted on noisy training values, applied to clean ones."""
-
-    def __init__(self, random_state: int = 0):
-        self.random_state = random_state
-
-    def fit(self, num: np.ndarray) -> "NoisyQuantile":
-        rng = np.random.default_rng(self.random_state)
-        noisy = num + rng.normal(0.0, 1.0, num.shape) * (NOISY_QUANTILE_NOISE * num.std(axis=0, keepdims=True))
-        self.quantile_ = QuantileTransformer(output_distribution="normal", subsample=10**9,
-                                             n_quantiles=max(min(len(num) // 30, 1000), 10),
-                                             random_state=self.random_state).fit(noisy)
-        return self
-
-    def transform(self, num: np.ndarray) -> np.ndarray:
-        return self.quantile_.transform(num)
 
 
 def _minmax() -> MinMaxScaler:
@@ -172,9 +126,7 @@ class TabularEncoder:
             quantile = QuantileTransformer(output_distribution="normal", subsample=10**9, random_state=self.random_state,
                                            n_quantiles=max(1, min(self.n_quantiles, len(X))))
             self._qt = {"quantile": quantile, "minmax": _minmax(), "minmax_or_quantile": MinMaxOrQuantile(quantile),
-                        "standard": StandardScaler(), "robust_smooth_clip": RobustSmoothClip(),
-                        "noisy_quantile": NoisyQuantile(self.random_state)}[self.numeric_transform].fit(
-                self._impute(num))
+                        "standard": StandardScaler()}[self.numeric_transform].fit(self._impute(num))
         for c in self.cat_cols:
             values = X[c].dropna()
             cats = X[c].cat.categories if isinstance(X[c].dtype, pd.CategoricalDtype) else None

@@ -323,39 +323,3 @@ def test_torch_threads_restores_thread_count():
     with torch_threads(None):
         assert torch.get_num_threads() == 2
     assert torch.get_num_threads() == 2
-
-
-def test_robust_smooth_clip_is_realmlps_scaling_fitted_on_train_only():
-    """Median-centred, divided by the interquartile range (half the range where that is 0), then
-    x / sqrt(1 + (x / 3)^2): near the identity inside the quartiles, bounded by 3 for any outlier."""
-    rng = np.random.default_rng(0)
-    train = pd.DataFrame({"a": rng.normal(5, 2, 400), "sparse": np.r_[np.zeros(380), np.arange(1, 21)],
-                          "const": np.full(400, 7.0)})
-    enc = TabularEncoder(numeric_transform="robust_smooth_clip").fit(train)
-    test = pd.DataFrame({"a": [5.0, 1e6, -1e6], "sparse": [0.0, 20.0, 10.0], "const": [7.0, 8.0, 6.0]})
-    out = enc.transform(test).x_num.astype(np.float64)
-    a = train["a"].to_numpy()
-    z = (test["a"].to_numpy() - np.median(a)) / (np.quantile(a, 0.75) - np.quantile(a, 0.25))
-    np.testing.assert_allclose(out[:, 0], z / np.sqrt(1 + (z / 3) ** 2), rtol=1e-5)
-    assert np.all(np.abs(out) <= 3) and out[1, 0] > 2.99 and out[2, 0] < -2.99  # outliers bend, never past 3
-    zs = (test["sparse"].to_numpy() - 0.0) / 10.0  # middle half all zero: half the range, (20 - 0) / 2
-    np.testing.assert_allclose(out[:, 1], zs / np.sqrt(1 + (zs / 3) ** 2), rtol=1e-5)
-    np.testing.assert_allclose(out[:, 2], [0.0, 1 / np.sqrt(1 + 1 / 9), -1 / np.sqrt(1 + 1 / 9)], rtol=1e-5)
-
-
-def test_noisy_quantile_spreads_ties_and_keeps_the_order_of_distinct_values():
-    """Fitted on noisy training values: a column of a few repeated values maps each value to one output (the
-    transform itself adds no noise), distinct values keep their order, and n / 30 quantiles are used."""
-    rng = np.random.default_rng(1)
-    counts = rng.choice([0.0, 1.0, 2.0, 5.0], size=600, p=[0.7, 0.15, 0.1, 0.05])
-    train = pd.DataFrame({"count": counts, "x": rng.normal(size=600)})
-    enc = TabularEncoder(numeric_transform="noisy_quantile").fit(train)
-    assert enc._qt.quantile_.n_quantiles_ == 20  # 600 // 30
-    out = enc.transform(pd.DataFrame({"count": [0.0, 0.0, 1.0, 2.0, 5.0], "x": [0.0] * 5})).x_num
-    assert out[0, 0] == out[1, 0] and out[1, 0] < out[2, 0] < out[3, 0] < out[4, 0]
-    plain = TabularEncoder(numeric_transform="quantile").fit(train).transform(
-        pd.DataFrame({"count": [0.0], "x": [0.0]})).x_num
-    # the zeros (70 % of the rows) sit near the middle of their noisy spread, not at the edge of the pile
-    assert abs(out[0, 0] - plain[0, 0]) > 0.1
-    again = TabularEncoder(numeric_transform="noisy_quantile").fit(train)
-    np.testing.assert_array_equal(again.transform(train).x_num, enc.transform(train).x_num)  # seeded noise

@@ -360,42 +360,66 @@ def _latest(folder: str, dataset: str, model: str) -> Dict[int, dict]:
     return {int(r["seed"]): r for r in rows(folder) if r["dataset"] == dataset and r["model"] == model}
 
 
+AUTO_VARIANTS = (("TABSWIFT@auto", '`"auto"`, 100 steps'), ("TABSWIFT@steps400", '`"auto"`, 400 steps'))
+
+
 @table("tabswift-fine-tune-auto")
 def tabswift_fine_tune_auto() -> str:
-    """TabSwift alone (shipped weights) zero-shot and with fine_tune="auto" beside LightGBM and CatBoost, each a
-    mean over the split seeds every model has: validation and test (accuracy; RMSE for regression), TabSwift's
-    fit seconds, the seeds where "auto" kept fine-tuned weights, and the two targets' verdicts."""
-    models = ("GBM", "CAT", "TABSWIFT", "TABSWIFT@auto")
-    body, wins, worst = [], 0, []
+    """TabSwift alone (shipped weights) zero-shot and with fine_tune="auto" (``AUTO_VARIANTS`` that were run) beside
+    LightGBM and CatBoost, each a mean over the split seeds every model has: validation and test (accuracy; RMSE
+    for regression), the seeds where "auto" kept fine-tuned weights and its fit seconds, and the two targets'
+    verdicts: at or above LightGBM on test, and the RMSE over the best tree's."""
+    base = ("GBM", "CAT", "TABSWIFT")
+    variants = [(m, label) for m, label in AUTO_VARIANTS if any(r["model"] == m for r in rows(SINGLE))]
+    wins, worst, body = {m: 0 for m, _ in variants}, {m: [] for m, _ in variants}, []
     for d in TABLES12:
-        recs = {m: _latest(SINGLE, d, m) for m in models}
+        recs = {m: _latest(SINGLE, d, m) for m in base + tuple(m for m, _ in variants)}
         common = sorted(set.intersection(*(set(v) for v in recs.values())))
         if not common:
             continue
         mean = lambda m, f: sum(f(recs[m][s]) for s in common) / len(common)  # noqa: E731
         regression = recs["GBM"][common[0]]["task"] == "regression"
         val = lambda r: float(r["val_score"])  # noqa: E731  (the runner stores RMSE, not its negative)
-        test = {m: mean(m, score) for m in models}
+        test = {m: mean(m, score) for m in recs}
         better = (lambda a, b: a <= b) if regression else (lambda a, b: a >= b)
-        auto_wins = better(test["TABSWIFT@auto"], test["GBM"])
-        wins += auto_wins
-        tuned = sum(bool((recs["TABSWIFT@auto"][s].get("fit_fine_tune") or {}).get("fine_tuned")) for s in common)
-        ratio = "—"
-        if regression:
-            r = test["TABSWIFT@auto"] / min(test["GBM"], test["CAT"])
-            worst.append(r)
-            ratio = f"{r:.2f}"
-        body.append([f"{d} ({'RMSE ↓' if regression else 'accuracy'})", str(len(common)),
-                     fmt(test["GBM"]), fmt(test["CAT"]),
-                     f"{fmt(mean('TABSWIFT', val))} / {fmt(test['TABSWIFT'])}",
-                     f"{fmt(mean('TABSWIFT@auto', val))} / {fmt(test['TABSWIFT@auto'])}",
-                     f"{tuned} of {len(common)}", f"{mean('TABSWIFT@auto', lambda r: float(r['fit_s'])):.0f}",
-                     "yes" if auto_wins else "no", ratio])
-    body.append([f"**{len(body)} tables**", "", "", "", "", "", "", "", f"**{wins} of {len(body)}**",
-                 f"**max {max(worst):.2f}**" if worst else "—"])
-    return markdown(["table", "seeds", "LightGBM test", "CatBoost test", "zero-shot val / test",
-                     '`"auto"` val / test', "fine-tuned", '`"auto"` fit s', '`"auto"` >= LightGBM (test)',
-                     "RMSE / best tree's"], body, "lrrrrrrrlr")
+        row = [f"{d} ({'RMSE ↓' if regression else 'accuracy'})", str(len(common)), fmt(test["GBM"]),
+               fmt(test["CAT"]), f"{fmt(mean('TABSWIFT', val))} / {fmt(test['TABSWIFT'])}"]
+        verdicts = []
+        for m, _ in variants:
+            tuned = sum(bool((recs[m][s].get("fit_fine_tune") or {}).get("fine_tuned")) for s in common)
+            row += [f"{fmt(mean(m, val))} / {fmt(test[m])}", f"{tuned} of {len(common)}",
+                    f"{mean(m, lambda r: float(r['fit_s'])):.0f}"]
+            win = better(test[m], test["GBM"])
+            wins[m] += win
+            ratio = "—"
+            if regression:
+                worst[m].append(test[m] / min(test["GBM"], test["CAT"]))
+                ratio = f"{worst[m][-1]:.2f}"
+            verdicts += ["yes" if win else "no", ratio]
+        body.append(row + verdicts)
+    n = len(body)
+    body.append([f"**{n} tables**"] + [""] * (4 + 3 * len(variants))
+                + [c for m, _ in variants for c in (f"**{wins[m]} of {n}**",
+                                                    f"**max {max(worst[m]):.2f}**" if worst[m] else "—")])
+    header = ["table", "seeds", "LightGBM test", "CatBoost test", "zero-shot val / test"]
+    for _, label in variants:
+        header += [f"{label}: val / test", "fine-tuned", "fit s"]
+    for _, label in variants:
+        header += [f"{label} >= LightGBM (test)", "RMSE / best tree's"]
+    return markdown(header, body, "lrrrr" + "rrr" * len(variants) + "lr" * len(variants))
+
+
+FT_STEPS = (("TABSWIFT@auto", "100 steps"), ("TABSWIFT@steps400", "400 steps (the default now)"))
+
+
+@table("tabswift-fine-tune-steps-val")
+def tabswift_fine_tune_steps_val() -> str:
+    return _settings_table("tabswift_fine_tune_steps", FT_STEPS, "val_score", "100 steps")
+
+
+@table("tabswift-fine-tune-steps-test")
+def tabswift_fine_tune_steps_test() -> str:
+    return _settings_table("tabswift_fine_tune_steps", FT_STEPS, "test", "100 steps")
 
 
 # ---- MAYA's numeric embeddings (docs/maya.md) ---------------------------------------------------------------
@@ -412,6 +436,7 @@ def _settings_table(folder: str, variants: Sequence[tuple], key: str, base_name:
     latest = {(r["dataset"], int(r["seed"]), r["model"]): r for r in recs}
     pairs = sorted({(d, s) for d, s, _ in latest}, key=lambda ds: ([r["dataset"] for r in recs].index(ds[0]), ds[1]))
     body, by_metric, better, gains = [], {}, {m: 0 for m, _ in variants}, {m: [] for m, _ in variants}
+    tables_of: Dict[bool, set] = {}
     for d, seed in pairs:
         cells = {m: latest.get((d, seed, m)) for m, _ in variants}
         if not all(cells.values()):
@@ -422,13 +447,14 @@ def _settings_table(folder: str, variants: Sequence[tuple], key: str, base_name:
         metric = "RMSE, lower is better" if regression else "accuracy"
         body.append([f"{d} ({metric})", str(seed)] + [fmt(vals[m]) for m, _ in variants])
         by_metric.setdefault(regression, []).append(vals)
+        tables_of.setdefault(regression, set()).add(d)
         for m, _ in variants[1:]:
             base = vals[base_model]
             better[m] += (vals[m] < base) if regression else (vals[m] > base)
             gains[m].append((base - vals[m]) / base if regression else (vals[m] - base) / base)
     for regression, label in ((False, "mean accuracy, {} classification pairs"), (True, "mean RMSE, {} regression pairs")):
         group = by_metric.get(regression, [])
-        if group:
+        if group and not (regression and len(tables_of[True]) > 1):  # RMSEs of different tables do not average
             body.append([label.format(len(group)), ""] + [fmt(sum(v[m] for v in group) / len(group))
                                                            for m, _ in variants])
     if key == "val_score":
@@ -455,12 +481,19 @@ def maya_embeddings_test() -> str:
 
 # ---- MAYA: TabM's parameter-efficient members and RealMLP's / TabM's input scaling (docs/maya.md) ------------
 TABM_SCALING = (("MAYA", "default"), ("MAYA@k4", "`tabm_k=4`"), ("MAYA@robust", '`"robust_smooth_clip"`'),
-                ("MAYA@noisyq", '`"noisy_quantile"`'))
+                ("MAYA@noisyq", '`"noisy_quantile"`'), ("MAYA@m8", "`ensemble_members=8`"))
+TABM_INSTEAD = (("MAYA@m1", "one network"), ("MAYA@k4m1", "one network, `tabm_k=4`"),
+                ("MAYA", "default (up to 3 networks)"))
 
 
 @table("maya-tabm-scaling-val")
 def maya_tabm_scaling_val() -> str:
     return _settings_table("maya_tabm_and_scaling", TABM_SCALING, "val_score")
+
+
+@table("maya-tabm-instead-val")
+def maya_tabm_instead_val() -> str:
+    return _settings_table("maya_tabm_and_scaling", TABM_INSTEAD, "val_score", "one network")
 
 
 @table("maya-tabm-scaling-test")

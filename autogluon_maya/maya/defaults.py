@@ -62,9 +62,6 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     # Gorishniy et al. 2022 (network.FeatureTokenizer, NUM_EMBEDDINGS).  Piecewise for binary and regression,
     # the linear token for multiclass: chosen on validation scores (docs/maya.md, "Numeric embeddings")
     "num_embeddings": ByType("piecewise", None, "piecewise", "piecewise"),
-    # k parameter-efficient members in one network, after TabM (network.MayaNetwork): the decoder and the
-    # predictor run k times with a scaling adapter and a head per member; 1 is the paper's single network
-    "tabm_k": 1,
 }
 # numeric tokens besides the paper's linear one: PLR (periodic -> linear -> ReLU) and piecewise-linear embeddings
 # on quantile bins of the training rows (Gorishniy et al., "On Embeddings for Numerical Features in Tabular Deep
@@ -77,7 +74,7 @@ AUTO_BATCH_ROWS = _cls_reg(128, 256)._asdict()
 # batch; the trainer reads the recipe for a constant rate and weight decay on weight matrices only.
 PAPER: Dict[str, Any] = {"batch_size": 1024, "ensemble_members": 1, "parallel_members": 1, "ema_epochs": None,
                          "validation_every": 1, "numeric_transform": "quantile", "numeric_scale": 1.0,
-                         "num_embeddings": None, "tabm_k": 1}
+                         "num_embeddings": None}
 # The members a refit_full trains.  Given explicitly, REPLAY_KEY is [[seed, epochs], ...], replayed exactly
 # (members.train_members).  A fit records its own as plain integers instead (replay_record), because a bagged
 # model's refit combines its folds' records key by key (AutoGluon's BaggedEnsembleModel._get_compressed_params:
@@ -178,7 +175,6 @@ CHECKS = {
     "parallel_members": ("'auto' or an integer >= 1", _or(_one_of("auto"), _int(1))),
     "numeric_transform": ("one of " + ", ".join(NUMERIC_TRANSFORMS), _one_of(*NUMERIC_TRANSFORMS)),
     "num_embeddings": ("None, 'periodic' or 'piecewise'", _or(lambda v: v is None, _one_of(*NUM_EMBEDDINGS))),
-    "tabm_k": ("an integer >= 1", _int(1)),
 }
 
 
@@ -202,7 +198,4 @@ def check_params(params: Dict[str, Any]) -> Dict[str, Any]:
         raise ValueError(f"MAYA setting num_embeddings must be None with recipe='paper' (the paper's numeric token "
                          f"is linear, Eq. 1), got {out['num_embeddings']!r}; numeric embeddings need "
                          f"recipe='default'")
-    if out["recipe"] == "paper" and out["tabm_k"] != 1:
-        raise ValueError(f"MAYA setting tabm_k must be 1 with recipe='paper' (the paper's MAYA has one predictor), "
-                         f"got {out['tabm_k']!r}; parameter-efficient members need recipe='default'")
     return out

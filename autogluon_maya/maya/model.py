@@ -286,12 +286,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
 
     # ---- predict ------------------------------------------------------------------------
     def _raw_to_proba(self, raw) -> np.ndarray:
-        """Probabilities (classification) or de-standardized values; k members' outputs (B, k, out) are
-        averaged after the conversion, in probability space, as TabM averages its members."""
         import torch
 
-        if raw.dim() == 3:
-            return np.mean([self._raw_to_proba(raw[:, i]) for i in range(raw.shape[1])], axis=0)
         if self.problem_type in (BINARY, MULTICLASS):
             proba = torch.softmax(raw.float(), dim=1).cpu().numpy()
             return proba[:, 1] if self.problem_type == BINARY else proba
@@ -381,9 +377,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         if parallel_wanted(hp["parallel_members"]) > 1 \
                 and activation_bytes(b, f, d, L, br) <= PARALLEL_MAX_ACTIVATION_BYTES:
             network *= 2  # two members may train at once
-        k = int(hp.get("tabm_k") or 1)
-        # data copies, the inference similarity block (k members' blocks at once), the cached context keys
-        small = 4 * n * f * 6 + 4 * min(1 << 26, 1024 * n * k) + 4 * n * k * d * int(hp["num_decoder_layers"])
+        small = 4 * n * f * 6 + 4 * min(1 << 26, 1024 * n)  # data copies, the inference similarity block
         return int(1.25 * (FIT_OVERHEAD_BYTES + network) + small
                    + (0 if "torch" in sys.modules else TORCH_IMPORT_BYTES))
 

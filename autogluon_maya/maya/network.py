@@ -344,28 +344,19 @@ class IAILBlock(nn.Module):
         self.dropout = Dropout(dropout)
 
     def similarity(self, q: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """-||q W_q - k W_k||^2 for every (query, key) pair, from already-projected keys: (Bq, N) from q (Bq, d)
-        and keys (N, d); with k members, (k, Bq, N) from q (Bq, k, d) and keys (N, k, d), member i's queries
-        meeting member i's keys only."""
+        """-||q W_q - k W_k||^2 for every (query, key) pair, from already-projected keys."""
         qp = self.q_proj(q)
-        if qp.dim() == 3:
-            qp, keys = qp.transpose(0, 1), keys.transpose(0, 1)  # (k, Bq, d), (k, N, d)
-            return -(qp.pow(2).sum(-1, keepdim=True) - 2 * qp @ keys.transpose(1, 2)
-                     + keys.pow(2).sum(-1).unsqueeze(1))
         return -(qp.pow(2).sum(-1, keepdim=True) - 2 * qp @ keys.T + keys.pow(2).sum(-1))
 
     def forward(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
                 mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """``keys`` are projected context encodings (N, d), or (N, k, d) for queries (Bq, k, d) of k members;
-        ``values`` (N, d) the context's label embeddings, the same for every member; ``mask`` (Bq, N) is True
-        where a query may NOT look (its own row during training)."""
+        """``keys`` are projected context encodings (N, d); ``mask`` (Bq, N) is True where a
+        query may NOT look (its own row during training)."""
         sim = self.similarity(q, keys)
         if mask is not None:
             sim = sim.masked_fill(mask, float("-inf"))
         # a row with nothing to attend to (a 1-row batch) reads zeros instead of NaN
-        read = torch.softmax(sim, dim=-1).nan_to_num(0.0) @ values
-        if q.dim() == 3:
-            read = read.transpose(0, 1)  # (k, Bq, d) -> (Bq, k, d)
+        read = torch.softmax(sim, dim=1).nan_to_num(0.0) @ values
         h = self.norm1(q + self.dropout(read))
         return self.norm2(h + self.dropout(self.ffn(h)))
 
@@ -373,7 +364,7 @@ class IAILBlock(nn.Module):
 NETWORK_KEYS = ("hidden_size", "num_heads", "num_branch", "num_layers", "intermediate_factor", "dropout", "if_bias",
                 "add_act", "act_type", "num_decoder_layers", "decoder_intermediate_factor", "decoder_act_type",
                 "decoder_dropout", "decoder_if_bias", "qk_shared_weights", "use_branch_weights", "numeric_scale",
-                "num_embeddings", "tabm_k")
+                "num_embeddings")
 
 
 class MayaNetwork(nn.Module):
@@ -383,17 +374,7 @@ class MayaNetwork(nn.Module):
     ``num_bins``: with ``num_embeddings="piecewise"``, the bin edges of each numeric feature, computed on the
     training rows (``training_bins`` of s x, s the ``numeric_scale``).  A network built without them where
     ``num_embeddings`` is the table's "piecewise", not given, has no training rows to take bins from and gets the
-    paper's linear token; "piecewise" given without bins is an error.
-
-    ``tabm_k`` > 1 makes the decoder and predictor k parameter-efficient members, after TabM (Gorishniy et al.,
-    "TabM: Advancing Tabular Deep Learning with Parameter-Efficient Ensembling", ICLR 2025), from its package
-    ``tabm``: member i scales every row encoding (queries and context alike) by its own vector r_i, initialised
-    with random signs as TabM's first-layer adapter (``ElementwiseAffine``), runs the shared IAIL blocks on it,
-    and predicts with a head of its own (``LinearEnsemble``).  The encoder, the costly part, runs once for all
-    members; the decoder k times.  Outputs are (B, k, out_dim); the members are trained on the mean of their
-    losses and averaged in probability space at prediction, as TabM's are."""
-
-    tabm_k = 1  # class default: networks pickled before the setting existed have one head
+    paper's linear token; "piecewise" given without bins is an error."""
 
     def __init__(self, n_num: int, cat_cardinalities: Sequence[int], out_dim: int, label_kind: str,
                  num_classes: int = 0, problem_type: Optional[str] = None,
@@ -420,28 +401,7 @@ class MayaNetwork(nn.Module):
         self.decoder = nn.ModuleList(
             IAILBlock(d, c["decoder_intermediate_factor"], c["decoder_act_type"], c["decoder_dropout"],
                       c["decoder_if_bias"], c["qk_shared_weights"]) for _ in range(int(c["num_decoder_layers"])))
-        self.tabm_k = int(c["tabm_k"])
-        if self.tabm_k > 1:
-            from tabm import ElementwiseAffine, LinearEnsemble
-
-            self.member_scale = ElementwiseAffine((self.tabm_k, d), bias=False, scaling_init="random-signs")
-            self.predictor = LinearEnsemble(d, out_dim, k=self.tabm_k)
-        else:
-            self.predictor = nn.Linear(d, out_dim)
-
-    def to_members(self, enc: torch.Tensor) -> torch.Tensor:
-        """(B, d) encodings -> (B, k, d): each member's adapter r_i * enc (TabM's first-layer scaling); the
-        encodings unchanged with one member."""
-        if self.tabm_k == 1:
-            return enc
-        return self.member_scale(enc.unsqueeze(1).expand(-1, self.tabm_k, -1))
-
-    def predict_heads(self, h: torch.Tensor) -> torch.Tensor:
-        """The predictor on (B, d) or, with k members, (B, k, d) states; (B, d) states go to every member's
-        head (the branch-weight probes, Eq. 9)."""
-        if self.tabm_k > 1 and h.dim() == 2:
-            h = h.unsqueeze(1).expand(-1, self.tabm_k, -1)
-        return self.predictor(h)
+        self.predictor = nn.Linear(d, out_dim)
 
     # ---- encoder -------------------------------------------------------------------------
     def encode(self, x_num: torch.Tensor, x_cat: torch.Tensor, return_branches: bool = False):
@@ -467,15 +427,12 @@ class MayaNetwork(nn.Module):
         return self.label_embedding(y.float().view(-1, 1))
 
     def project_keys(self, context_enc: torch.Tensor) -> List[torch.Tensor]:
-        """Per-IAIL-block key projections of the context, (N, d) or (N, k, d) with k members: computed once and
-        cached for inference."""
-        members = self.to_members(context_enc)
-        return [blk.k_proj(members) for blk in self.decoder]
+        """Per-IAIL-block key projections of the context: computed once and cached for inference."""
+        return [blk.k_proj(context_enc) for blk in self.decoder]
 
     def decode(self, q_enc: torch.Tensor, keys: Sequence[torch.Tensor], values: torch.Tensor,
                mask: Optional[torch.Tensor] = None) -> torch.Tensor:
-        """Outputs (B, out_dim), or (B, k, out_dim) with k members."""
-        h = self.to_members(q_enc)
+        h = q_enc
         for blk, k in zip(self.decoder, keys):
             h = blk(h, k, values, mask=mask)
         return self.predictor(h)
@@ -492,6 +449,6 @@ class MayaNetwork(nn.Module):
         """w <- momentum * w + (1 - momentum) * softmax(s), s_j = loss of the shared predictor on
         branch j's [CLS] state (Eqs. 8-9).  A branch that fits worse gets more weight."""
         for block, b in zip(self.blocks, branch_cls):
-            losses = torch.stack([loss_fn(self.predict_heads(b[j].float())) for j in range(b.shape[0])])
+            losses = torch.stack([loss_fn(self.predictor(b[j].float())) for j in range(b.shape[0])])
             new = torch.softmax(losses.float(), dim=0)
             block.branch_weights.mul_(momentum).add_((1 - momentum) * new)

@@ -22,29 +22,19 @@ logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
 def make_loss(kind: str, quantile_levels: Optional[List[float]] = None) -> Callable:
     """Per-row losses, as the paper's L_pred (Eq. 9): cross-entropy (classification), MSE (standardized
-    regression); pinball over ``quantile_levels`` (quantile regression, beyond the paper).  Outputs of k members,
-    (B, k, out), give each row the mean of its members' losses: TabM trains its members on that mean."""
+    regression); pinball over ``quantile_levels`` (quantile regression, beyond the paper)."""
     if kind == "class":
-        def row_loss(out, y):
-            return F.cross_entropy(out.float(), y.long(), reduction="none")
-    elif kind == "quantile":
+        return lambda out, y: F.cross_entropy(out.float(), y.long(), reduction="none")
+    if kind == "quantile":
         q = torch.tensor(quantile_levels, dtype=torch.float32)
 
-        def row_loss(out, y):
+        def pinball(out, y):
             diff = y.float().view(-1, 1) - out.float()
             qq = q.to(out.device)
             return torch.maximum(qq * diff, (qq - 1) * diff).mean(1)
-    else:
-        def row_loss(out, y):
-            return (out.float().view(-1) - y.float().view(-1)).pow(2)
 
-    def loss(out, y):
-        if out.dim() == 3:
-            b, k, o = out.shape
-            return row_loss(out.reshape(b * k, o), y.reshape(-1).repeat_interleave(k)).view(b, k).mean(1)
-        return row_loss(out, y)
-
-    return loss
+        return pinball
+    return lambda out, y: (out.float().view(-1) - y.float().view(-1)).pow(2)
 
 
 class FittedMaya(nn.Module):
@@ -75,11 +65,11 @@ class FittedMaya(nn.Module):
 
     @torch.no_grad()
     def predict_raw(self, x_num: torch.Tensor, x_cat: torch.Tensor, chunk_size: int = 1024) -> torch.Tensor:
-        """Raw outputs (logits / standardized values), (B, out) or (B, k, out) with k members, in query chunks;
-        the chunk shrinks for large contexts so that the similarity block stays under ~64M entries."""
+        """Raw outputs (logits / standardized values) in query chunks; the chunk shrinks for large contexts so
+        that the similarity block stays under ~64M entries."""
         self.net.eval()
         keys = [getattr(self, f"ctx_keys_{i}") for i in range(self.n_keys)]
-        chunk = max(1, min(chunk_size, (1 << 26) // max(1, self.context_size * self.net.tabm_k)))
+        chunk = max(1, min(chunk_size, (1 << 26) // max(1, self.context_size)))
         outs = []
         for s in range(0, len(x_num), chunk):
             q = self.net.encode(x_num[s:s + chunk], x_cat[s:s + chunk]).float()

@@ -27,7 +27,8 @@ DEFAULT_PARAMS = {
     "fine_tune": "auto",              # episodes from the training rows, early-stopped on validation; "auto":
                                       # only with validation rows and time for fine_tune_min_steps, kept only
                                       # if the whole ensemble validates better (finetune.fine_tune_auto)
-    "fine_tune_steps": 100,
+    "fine_tune_steps": 400,           # the cosine's horizon and the most steps; early stopping usually ends
+                                      # sooner (docs/tabswift.md, "How many steps")
     "fine_tune_min_steps": 20,        # "auto": fine-tune only if this many steps and their checks fit in time
     "fine_tune_lr": 1e-4,
     "fine_tune_episodes_per_step": 4,

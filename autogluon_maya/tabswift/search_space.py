@@ -11,5 +11,5 @@ def tabswift_search_space() -> dict:
         "tau": space.Categorical(None, 0.9, 0.7),
         "fine_tune": space.Categorical("auto", False, True),
         "fine_tune_lr": space.Real(3e-5, 3e-4, default=1e-4, log=True),
-        "fine_tune_steps": space.Categorical(100, 50, 200),
+        "fine_tune_steps": space.Categorical(400, 100, 800),
     }

@@ -24,7 +24,6 @@ PAPER = {
     "numeric_transform": "quantile",  # "Normalization is performed using quantile transformation"
     "numeric_scale": 1.0,  # numeric token x_j W_j + b_j
     "num_embeddings": None,  # that linear token, not a periodic or piecewise-linear embedding
-    "tabm_k": 1,  # one predictor: no parameter-efficient members
     "ema_epochs": None,  # the trained weights, no moving average
     "validation_every": 1,  # early stopping on the validation score of every epoch
     "recipe": "paper",  # the trainer: constant learning rate, weight decay on weight matrices only

@@ -60,6 +60,12 @@ def score(r: dict) -> float:
     return float(r["accuracy"] if "accuracy" in r and r["accuracy"] is not None else r["rmse"])
 
 
+@lru_cache(maxsize=None)
+def latest_rows(folder: str) -> Dict[tuple, dict]:
+    """The latest ok row per (dataset, split seed, model) of ``folder``, in file order of first appearance."""
+    return {(r["dataset"], int(r["seed"]), r["model"]): r for r in rows(folder)}
+
+
 def value(folder: str, dataset: str, model: str, seed: int = 0, time_limit: Optional[float] = None) -> float:
     """Test accuracy or RMSE of the latest ok row for (dataset, model, seed[, time limit]) in ``folder``."""
     hits = [r for r in rows(folder) if r["dataset"] == dataset and r["model"] == model and int(r["seed"]) == seed
@@ -98,6 +104,13 @@ def markdown(header: Sequence[str], body: Iterable[Sequence[str]], align: Option
     return "\n".join(lines) + "\n"
 
 
+def _rank(v: float, values: Iterable[float], higher: bool) -> float:
+    """1-based rank of ``v`` among ``values`` (1 = best), ties sharing the mean rank."""
+    values = list(values)
+    better = sum(1 for w in values if (w > v if higher else w < v))
+    return better + (sum(1 for w in values if w == v) + 1) / 2
+
+
 def grid(folder: str, datasets: Sequence[str], models: Sequence[str], seed: int = 0, ranks: bool = False,
          labels: Optional[Dict[str, str]] = None) -> str:
     """Datasets x models of one benchmark folder (latest row per cell), the best cell in bold, and the average
@@ -109,10 +122,8 @@ def grid(folder: str, datasets: Sequence[str], models: Sequence[str], seed: int 
         higher = task != "regression"
         vals = {m: value(folder, d, m, seed) for m in models}
         best = (max if higher else min)(vals.values())
-        for m in models:  # average rank, ties share the mean rank
-            better = sum(1 for v in vals.values() if (v > vals[m] if higher else v < vals[m]))
-            equal = sum(1 for v in vals.values() if v == vals[m])
-            rank_sum[m] += better + (equal + 1) / 2
+        for m in models:
+            rank_sum[m] += _rank(vals[m], vals.values(), higher)
         metric = "accuracy" if higher else "RMSE ↓"
         body.append([f"{d}, {metric}"] + [f"**{fmt(v)}**" if v == best else fmt(v) for v in vals.values()])
     if ranks:
@@ -312,7 +323,7 @@ def readme_ensemble_summary() -> str:
 @table("readme-level1")
 def readme_level1() -> str:
     latest = ensemble_latest("ensemble_600s")
-    body, rank_sum, seconds, n = [], {m: 0.0 for m, _, _ in LEVEL1}, {m: [] for m, _, _ in LEVEL1}, 0
+    body, rank_sum, n = [], {m: 0.0 for m, _, _ in LEVEL1}, 0
     for d in dict.fromkeys(d for d, _ in latest):
         vals, used = {}, {}
         for label, config, name in LEVEL1:
@@ -332,10 +343,7 @@ def readme_level1() -> str:
                 rank_sum[label] += len(LEVEL1)
                 continue
             row.append(f"**{fmt(v)}** ({used[label]:.0f} s)" if v == best else f"{fmt(v)} ({used[label]:.0f} s)")
-            better = sum(1 for w in vals.values() if (w > v if higher else w < v))
-            equal = sum(1 for w in vals.values() if w == v)
-            rank_sum[label] += better + (equal + 1) / 2
-            seconds[label].append(used[label])
+            rank_sum[label] += _rank(v, vals.values(), higher)
         body.append(row)
         n += 1
     body.append(["average rank (not fitted: last)"] + [f"{rank_sum[m] / n:.2f}" for m, _, _ in LEVEL1])
@@ -357,7 +365,7 @@ TABLES12 = ("qsar_biodeg", "seismic_bumps", "phoneme", "spambase", "telco_churn"
 
 def _latest(folder: str, dataset: str, model: str) -> Dict[int, dict]:
     """The latest ok row per split seed of (dataset, model) in ``folder``."""
-    return {int(r["seed"]): r for r in rows(folder) if r["dataset"] == dataset and r["model"] == model}
+    return {s: r for (d, s, m), r in latest_rows(folder).items() if d == dataset and m == model}
 
 
 AUTO_VARIANTS = (("TABSWIFT@auto", '`"auto"`, 100 steps'), ("TABSWIFT@steps400", '`"auto"`, 400 steps'))
@@ -433,7 +441,7 @@ def _settings_table(folder: str, variants: Sequence[tuple], key: str, base_name:
     recs = rows(folder)
     base_name = base_name or variants[0][1]
     base_model = variants[0][0]
-    latest = {(r["dataset"], int(r["seed"]), r["model"]): r for r in recs}
+    latest = latest_rows(folder)
     pairs = sorted({(d, s) for d, s, _ in latest}, key=lambda ds: ([r["dataset"] for r in recs].index(ds[0]), ds[1]))
     body, by_metric, better, gains = [], {}, {m: 0 for m, _ in variants}, {m: [] for m, _ in variants}
     tables_of: Dict[bool, set] = {}

@@ -85,14 +85,19 @@ REPLAY_EPOCHS_PREFIX = "member_replay_epochs_"  # + slot (1-based): that member'
 MEMBER_SEED_STRIDE = 7919  # member i's seed: the fit's seed + i x this stride
 
 
+def _rounded_mean(values) -> int:
+    """The rounded mean of epoch counts, at least 1."""
+    values = [int(v) for v in values]
+    return max(1, int(round(sum(values) / len(values))))
+
+
 def replay_record(kept_epochs, trained_epochs, slots: int) -> Dict[str, int]:
     """A fit's record for refit_full: how many members it kept and, for each of ``slots`` member slots (the most
     members the fit could train, the same in every fold of a bag), a best epoch count.  Every slot is recorded
     even where the fit kept fewer members, since a bag's combination reads the keys of its first fold: a slot
     the fit did not fill gets the rounded mean of the counts it has (``kept_epochs``, or ``trained_epochs`` when
     nothing was kept), as every member is the same network from another seed and so has the same expected count."""
-    source = [max(1, int(e)) for e in (kept_epochs or trained_epochs or [1])]
-    fill = max(1, int(round(sum(source) / len(source))))
+    fill = _rounded_mean([max(1, int(e)) for e in (kept_epochs or trained_epochs or [1])])
     epochs = [max(1, int(e)) for e in kept_epochs][:slots]
     epochs += [fill] * (slots - len(epochs))
     return {REPLAY_COUNT_KEY: len(kept_epochs), **{f"{REPLAY_EPOCHS_PREFIX}{i + 1}": e for i, e in enumerate(epochs)}}
@@ -119,7 +124,7 @@ def pop_replay(params: Dict[str, Any], seed: int):
                          f"got {sorted(slots)}")
     # a slot missing from the record (folds that could train different numbers of members: a bag combines
     # the keys of its first fold) gets the rounded mean of the slots recorded, as replay_record fills them
-    fill = max(1, int(round(sum(int(v) for v in slots.values()) / len(slots)))) if slots else 1
+    fill = _rounded_mean(slots.values()) if slots else 1
     return [[seed + MEMBER_SEED_STRIDE * i, max(1, int(slots.get(i + 1, fill)))] for i in range(count)]
 
 

@@ -57,7 +57,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import functools
 import statistics
 import json
 import os
@@ -70,6 +69,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/stack_with_gbdts.py (portfolio helper)
 
+from autogluon_maya.benchmarking.provenance import RESULTS_DIR, package_commit, package_repo, relative_to_repo  # noqa: E402
+from autogluon_maya.benchmarking.provenance import code_version as provenance_code_version  # noqa: E402
+
 #: 6 binary, 3 multiclass, 3 regression tables (letter, otto and house_16H are subsampled)
 DATASETS = ("qsar_biodeg,seismic_bumps,phoneme,spambase,telco_churn,bank_churn,"
             "satimage,letter,otto,ames_housing,cpu_act,house_16H")
@@ -81,7 +83,6 @@ AG_DL_SMOKE = {"TABM": {"n_epochs": 2}, "REALMLP": {"n_epochs": 2}}
 SETTINGS = ("preset", "time_limit", "max_train_rows", "seed", "num_bag_folds", "num_stack_levels", "num_cpus",
             "num_gpus", "smoke")
 CHILD_GRACE_S = 600
-RESULTS_DIR = "examples/benchmarks/results"
 
 
 def config_hyperparameters(config: str, preset: str, smoke: bool) -> dict:
@@ -113,54 +114,12 @@ def ensembling(args_or_spec) -> str:
 
 
 # ---- the code version ------------------------------------------------------------------------------------
-def _git(repo: Path, *cmd: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *cmd], capture_output=True, text=True, timeout=60,
-                          check=True).stdout.strip()
-
-
-#: what a fit of ``ours`` depends on beyond AutoGluon: the package (less its report helpers) and the fit helper
-PACKAGE_PATHS = ("autogluon_maya", ":(exclude)autogluon_maya/benchmarking", "pyproject.toml",
-                 "examples/stack_with_gbdts.py")
-
-
-def package_repo() -> Path:
-    """The checkout that holds the ``autogluon_maya`` this run imports (``PYTHONPATH`` decides which)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("autogluon_maya")
-    return Path(list(spec.submodule_search_locations)[0]).parent
-
-
-@functools.lru_cache(maxsize=None)
-def package_commit(repo: Path, rev: str = "HEAD") -> str:
-    """The last commit at or before ``rev`` that changed :data:`PACKAGE_PATHS` (one git call per ``rev``:
-    the report looks up every row written before rows recorded it)."""
-    return _git(repo, "log", "-1", "--format=%h", rev, "--", *PACKAGE_PATHS)
-
-
 def code_version(out: Path) -> dict:
-    """``commit`` (HEAD, ``-dirty`` when tracked files outside the results folders changed), ``code_commit``
-    (the last commit touching anything outside them) and ``package_commit`` (the last one touching the package
-    or the fit helper, ``-dirty`` only when those changed: rows with the same one ran the same models, and an
-    edited doc does not make a new version) of the checkout that holds the ``autogluon_maya`` this run imports
-    (:func:`package_repo`)."""
+    """``commit``, ``code_commit`` and ``package_commit`` (``autogluon_maya.benchmarking.provenance``) of the
+    checkout that holds the ``autogluon_maya`` this run imports, ``out`` counted as results, not code."""
     repo = package_repo()
-    excludes = [f":(exclude){RESULTS_DIR}"]
-    try:
-        rel_out = out.resolve().relative_to(repo.resolve())
-        excludes.append(f":(exclude){rel_out}")
-    except ValueError:
-        pass
-    try:
-        head = _git(repo, "rev-parse", "--short", "HEAD")
-        dirty = _git(repo, "status", "--porcelain", "--untracked-files=no", "--", ".", *excludes)
-        code = _git(repo, "log", "-1", "--format=%h", "--", ".", *excludes)
-        package = _git(repo, "log", "-1", "--format=%h", "--", *PACKAGE_PATHS)  # HEAD moves: not cached
-        package_dirty = _git(repo, "status", "--porcelain", "--untracked-files=no", "--", *PACKAGE_PATHS)
-        return {"commit": head + ("-dirty" if dirty else ""), "code_commit": code,
-                "package_commit": package + ("-dirty" if package_dirty else "")}
-    except (OSError, subprocess.SubprocessError) as e:
-        return {"commit": f"unknown ({type(e).__name__})", "code_commit": "unknown", "package_commit": "unknown"}
+    rel_out = relative_to_repo(out, repo)
+    return provenance_code_version(repo, exclude=[rel_out] if rel_out else [])
 
 
 # ---- one fit (runs in a child process) -----------------------------------------------------------------

@@ -369,45 +369,48 @@ def test_versions_section_compares_each_package_version_with_the_one_before(benc
 
 
 def test_version_of_rows_without_a_package_commit(bench, tmp_path):
+    from autogluon_maya.benchmarking.provenance import git, package_commit
+
     assert bench.version_of({"package_commit": "ccc3333"}) == "ccc3333"
     # no repository to look the commit up in: the recorded code commit stands in
     assert bench.version_of({"commit": "ddd4444-dirty", "code_commit": "ddd4444"}) == "ddd4444"
     repo = Path(__file__).resolve().parents[2]
     if not (repo / ".git").exists():
         pytest.skip("not a git checkout")
-    head = bench._git(repo, "rev-parse", "--short", "HEAD")
-    assert bench.version_of({"commit": head + "-dirty"}, repo) == bench.package_commit(repo) + "-dirty"
+    head = git(repo, "rev-parse", "--short", "HEAD")
+    assert bench.version_of({"commit": head + "-dirty"}, repo) == package_commit(repo) + "-dirty"
 
 
-def test_package_version_is_dirty_only_when_the_package_changed(bench, tmp_path, monkeypatch):
-    """An edited doc marks the checkout dirty but not the package version; an edited module marks both."""
+def test_a_run_counts_its_own_out_folder_as_results_not_code(bench, tmp_path, monkeypatch):
+    """The script's code_version: rows written into ``--out`` inside the checkout leave the commit clean."""
+    repo = _git_repo(tmp_path)
+    monkeypatch.setattr(bench, "package_repo", lambda: repo)
+    out = repo / "runs" / "mine"
+    out.mkdir(parents=True)
+    (out / "results.jsonl").write_text("{}\n")
+    _commit_all(repo)
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    (out / "results.jsonl").write_text("{}\n{}\n")
+    assert bench.code_version(out)["commit"] == head
+    assert bench.code_version(repo / "elsewhere")["commit"] == head + "-dirty"
+
+
+def _commit_all(repo: Path) -> None:
+    for cmd in (["add", "-A"], ["commit", "-qm", "c"]):
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *cmd], check=True,
+                       capture_output=True)
+
+
+def _git_repo(tmp_path: Path) -> Path:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     repo = tmp_path / "repo"
     (repo / "autogluon_maya").mkdir(parents=True)
-    (repo / "docs").mkdir()
     (repo / "autogluon_maya" / "model.py").write_text("x = 1\n")
-    (repo / "docs" / "guide.md").write_text("guide\n")
-
-    def git(*cmd):
-        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *cmd], check=True,
-                       capture_output=True)
-
-    git("init", "-q")
-    git("add", "-A")
-    git("commit", "-qm", "first")
-    monkeypatch.setattr(bench, "package_repo", lambda: repo)
-    head = bench._git(repo, "rev-parse", "--short", "HEAD")
-    clean = bench.code_version(tmp_path / "out")
-    assert clean["commit"] == head and clean["package_commit"] == head
-
-    (repo / "docs" / "guide.md").write_text("guide, edited\n")
-    doc_edit = bench.code_version(tmp_path / "out")
-    assert doc_edit["commit"] == head + "-dirty" and doc_edit["package_commit"] == head
-
-    (repo / "autogluon_maya" / "model.py").write_text("x = 2\n")
-    module_edit = bench.code_version(tmp_path / "out")
-    assert module_edit["package_commit"] == head + "-dirty"
+    subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True, capture_output=True)
+    _commit_all(repo)
+    return repo
 
 
 def test_neural_models_section_sets_each_neural_model_beside_the_best_tree_of_its_level(bench):

@@ -5,6 +5,8 @@
     python examples/benchmarks/mixed_ensemble_benchmark.py --data-dir /data/tables --datasets a,b,c --out /tmp/b
     python examples/benchmarks/mixed_ensemble_benchmark.py --smoke --time-limit 120 \
         --datasets qsar_biodeg,cpu_act --out /tmp/ens_smoke                # tiny models: checks the plumbing
+    python examples/benchmarks/mixed_ensemble_benchmark.py --configs ours --out /tmp/candidate \
+        --ours-add '{"MAYA": {"ag_args": {"priority": 80}}}'                # a candidate preset, package unchanged
 
 Three configurations per dataset, each ONE whole AutoGluon fit (``TabularPredictor.fit``) with the same
 ``--time-limit`` (seconds for the whole fit, default 600), the same cores (``--num-cpus``, default 2; no GPU
@@ -81,12 +83,16 @@ GBDT_KEYS = ("GBM", "CAT", "XGB")
 AG_DL_SMOKE = {"TABM": {"n_epochs": 2}, "REALMLP": {"n_epochs": 2}}
 #: settings that identify a result: a pair is "done" only for the same values of these
 SETTINGS = ("preset", "time_limit", "max_train_rows", "seed", "num_bag_folds", "num_stack_levels", "num_cpus",
-            "num_gpus", "smoke")
+            "num_gpus", "smoke", "ours_add")
 CHILD_GRACE_S = 600
 
 
-def config_hyperparameters(config: str, preset: str, smoke: bool) -> dict:
-    """The ``hyperparameters`` of one configuration; the trees are the same dict entries in all three."""
+def config_hyperparameters(config: str, preset: str, smoke: bool, ours_add: dict | None = None) -> dict:
+    """The ``hyperparameters`` of one configuration; the trees are the same dict entries in all three.
+    ``ours_add`` (``--ours-add``): model entries that ``ours`` gets on top of the preset, each replacing the
+    preset's entry of the same key (a candidate preset measured without changing the package)."""
+    import copy
+
     from stack_with_gbdts import portfolio
 
     from autogluon_maya.portfolio import MAYA_PRIORITY, TABSWIFT_PRIORITY
@@ -96,7 +102,7 @@ def config_hyperparameters(config: str, preset: str, smoke: bool) -> dict:
     if config == "gbdt":
         return trees
     if config == "ours":
-        return hp
+        return {**hp, **copy.deepcopy(ours_add or {})}
     if config == "ag_dl":
         dl = {"TABM": {"ag_args": {"priority": TABSWIFT_PRIORITY}},
               "REALMLP": {"ag_args": {"priority": MAYA_PRIORITY}}}
@@ -188,7 +194,8 @@ def one_fit(spec: dict) -> dict:
                    max_rows=max_rows_for_train(spec["max_train_rows"]))
     ds, train, val, test = data.dataset, data.train, data.val, data.test
     metric = p1_metric(ds.task)
-    hp = config_hyperparameters(spec["config"], spec["preset"], spec["smoke"])
+    hp = config_hyperparameters(spec["config"], spec["preset"], spec["smoke"],
+                                json.loads(spec["ours_add"]) if spec.get("ours_add") else None)
     path = tempfile.mkdtemp(prefix=f"ens_bench_{ds.name}_{spec['config']}_")
     try:
         clock = ModelWallClock()
@@ -366,7 +373,8 @@ def append_row(out: Path, row: dict) -> None:
 def settings_of(args) -> dict:
     return {"preset": args.preset, "time_limit": float(args.time_limit), "max_train_rows": args.max_train_rows,
             "seed": args.seed, "num_bag_folds": args.num_bag_folds, "num_stack_levels": args.num_stack_levels,
-            "num_cpus": args.num_cpus, "num_gpus": args.num_gpus, "smoke": bool(args.smoke)}
+            "num_cpus": args.num_cpus, "num_gpus": args.num_gpus, "smoke": bool(args.smoke),
+            "ours_add": json.dumps(args.ours_add, sort_keys=True) if args.ours_add else None}
 
 
 def run(args, out: Path) -> None:
@@ -797,6 +805,10 @@ def parse_args(argv=None):
     ap.add_argument("--datasets", default=DATASETS, help="comma-separated folder names (default: %(default)s)")
     ap.add_argument("--configs", default=",".join(CONFIGS), help="subset of %(default)s")
     ap.add_argument("--preset", default="light", choices=sorted(PRESETS), help="portfolio of the ours config")
+    ap.add_argument("--ours-add", type=json.loads, default=None, metavar="JSON",
+                    help="model entries added to ours (replacing the preset's entry of the same key), e.g. "
+                         "'{\"MAYA\": {\"ag_args_fit\": {\"max_time_limit_ratio\": 0.4}}}': a candidate preset; "
+                         "recorded in every row and part of the settings that identify a result")
     ap.add_argument("--time-limit", type=float, default=600, help="seconds per fit (whole AutoGluon fit)")
     ap.add_argument("--max-train-rows", type=int, default=10000, help="subsample larger tables (seeded)")
     ap.add_argument("--num-bag-folds", type=int, default=5)
@@ -815,6 +827,9 @@ def parse_args(argv=None):
     for c in args.configs.split(","):
         if c not in CONFIGS:
             ap.error(f"unknown config {c!r}; choose from {', '.join(CONFIGS)}")
+    if args.ours_add is not None and not (isinstance(args.ours_add, dict)
+                                          and all(isinstance(v, (dict, list)) for v in args.ours_add.values())):
+        ap.error("--ours-add must be a JSON object mapping model keys to a config or a list of configs")
     return args
 
 

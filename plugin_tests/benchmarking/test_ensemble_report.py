@@ -198,6 +198,39 @@ def _fake_fit(errors: dict, calls: list, fail: set = frozenset()):
     return run_child
 
 
+
+def test_a_candidate_entry_changes_ours_only_and_is_a_setting_of_its_own(bench, tmp_path, monkeypatch):
+    """``--ours-add``: a candidate preset measured without changing the package.  It replaces ours' entry of its
+    key and nothing of gbdt or ag_dl; its rows are results of their own, and rows written before the setting
+    existed still count as fits without a candidate."""
+    add = {"TABSWIFT": [{"fine_tune": "auto", "ag_args": {"name_suffix": "_ft", "priority": 10}}]}
+    hp = {c: bench.config_hyperparameters(c, "light", False, add) for c in bench.CONFIGS}
+    assert hp["ours"]["TABSWIFT"] == add["TABSWIFT"] and hp["ours"]["MAYA"] == bench.config_hyperparameters(
+        "ours", "light", False)["MAYA"]
+    assert hp["gbdt"] == bench.config_hyperparameters("gbdt", "light", False)
+    assert hp["ag_dl"] == bench.config_hyperparameters("ag_dl", "light", False)
+    hp["ours"]["TABSWIFT"][0]["fine_tune"] = False  # the caller's dict is not shared
+    assert add["TABSWIFT"][0]["fine_tune"] == "auto"
+
+    data = _datasets(tmp_path, ["d1"])
+    monkeypatch.setattr(bench, "code_version", lambda out: {"commit": "c", "code_commit": "c", "package_commit": "c"})
+    out = tmp_path / "out"
+    argv = ["--data-dir", data, "--datasets", "d1", "--configs", "ours", "--time-limit", "60", "--out", str(out)]
+    calls = []
+    monkeypatch.setattr(bench, "run_child", _fake_fit({("d1", "ours"): 0.1}, calls))
+    bench.main(argv)
+    row = bench.read_rows(out)[0]
+    del row["ours_add"]  # as a row written before the setting existed
+    (out / "results.jsonl").write_text(json.dumps(row) + "\n")
+    calls.clear()
+    bench.main(argv)
+    assert calls == []  # done: no candidate either way
+    bench.main(argv + ["--ours-add", json.dumps(add)])
+    assert calls == [("d1", "ours")]
+    assert json.loads(bench.read_rows(out)[-1]["ours_add"]) == add
+    with pytest.raises(SystemExit):
+        bench.parse_args(argv + ["--ours-add", '["MAYA"]'])
+
 def _datasets(tmp_path, names):
     for n in names:
         (tmp_path / "data" / n).mkdir(parents=True)

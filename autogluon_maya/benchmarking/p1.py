@@ -86,7 +86,7 @@ def roc_auc(y_true, proba, positive_class=None) -> Optional[float]:
     return float(np.mean(aucs)) if aucs else None
 
 
-def test_scores(task: str, y_true, pred, proba=None, positive_class=None) -> Dict[str, Any]:
+def prediction_scores(task: str, y_true, pred, proba=None, positive_class=None) -> Dict[str, Any]:
     """The benchmark's test scores of one set of predictions: ``accuracy`` and ``roc_auc`` (from ``proba``, one
     column per class; see :func:`roc_auc`) for classification, ``rmse`` for regression."""
     import numpy as np
@@ -110,12 +110,12 @@ def p1_score(predictor, model: str, data: P1Data) -> Dict[str, Any]:
     if data.dataset.is_classification:
         proba = predictor.predict_proba(x_test, model=model)
         pred_s = time.perf_counter() - t0
-        row = test_scores(data.task, y_test, predictor.predict_from_proba(proba), proba, predictor.positive_class
+        row = prediction_scores(data.task, y_test, predictor.predict_from_proba(proba), proba, predictor.positive_class
                           if data.task == "binary" else None)
     else:
         y_pred = predictor.predict(x_test, model=model)
         pred_s = time.perf_counter() - t0
-        row = test_scores(data.task, y_test, y_pred)
+        row = prediction_scores(data.task, y_test, y_pred)
     row["predict_s_per_1k"] = round(1000.0 * pred_s / max(len(data.test), 1), 5)
     val = float(predictor.leaderboard(silent=True).set_index("model").loc[model, "score_val"])
     row["val_score"] = abs(val) if data.task == "regression" else val

@@ -84,7 +84,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from autogluon_maya.benchmarking.p1 import test_scores  # noqa: E402
+from autogluon_maya.benchmarking.p1 import prediction_scores  # noqa: E402
 from autogluon_maya.benchmarking.provenance import code_version  # noqa: E402
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT  # noqa: E402
 from autogluon_maya.tabswift.export import export_to_authors  # noqa: E402
@@ -293,7 +293,7 @@ def run_table(name: str, args, exported: Path, table: torch.Tensor, sampler: Pea
         out = outputs[m]
         pred = predictor.predict_from_proba(out) if classification else out
         row = {"table": name, "task": task, **sizes, "model": m, "variant": labels.get(m, m), "weights": weights[m],
-               **{f"score_{k}": v for k, v in test_scores(task, y_test, pred, out if classification else None,
+               **{f"score_{k}": v for k, v in prediction_scores(task, y_test, pred, out if classification else None,
                                                           positive).items()},
                **({} if m == TA else {f"vs_ta_{k}": v for k, v in agreement(task, out, outputs[TA], y_std).items()}),
                "fit_s": round(float(board.loc[m, "fit_time"]), 2),

@@ -322,15 +322,15 @@ def test_a_failed_fit_is_a_row_with_its_reason_and_the_code_version(tmp_path):
     assert run_benchmark(tasks, tmp_path / "data", results, num_cpus=1, log=lambda _: None) == []
 
 
-def test_test_scores_by_hand():
-    from autogluon_maya.benchmarking.p1 import test_scores
+def test_prediction_scores_by_hand():
+    from autogluon_maya.benchmarking.p1 import prediction_scores
 
     y = pd.Series(["a", "b", "b", "a"])
     proba = pd.DataFrame({"a": [0.9, 0.4, 0.2, 0.3], "b": [0.1, 0.6, 0.8, 0.7]})
     # predictions a, b, b, b: 3 of 4 right; AUC of "b": b-scores 0.6, 0.8 against a-scores 0.1, 0.7 -> 3 of 4 pairs
-    out = test_scores("binary", y, ["a", "b", "b", "b"], proba, positive_class="b")
+    out = prediction_scores("binary", y, ["a", "b", "b", "b"], proba, positive_class="b")
     assert out == {"accuracy": 0.75, "roc_auc": pytest.approx(0.75)}
     # multiclass ignores the positive class: the mean of the per-class AUCs (here both 0.75)
-    assert test_scores("multiclass", y, ["a", "b", "b", "b"], proba, positive_class="b")["roc_auc"] == \
+    assert prediction_scores("multiclass", y, ["a", "b", "b", "b"], proba, positive_class="b")["roc_auc"] == \
         pytest.approx(0.75)
-    assert test_scores("regression", [1.0, 2.0, 3.0], [1.0, 2.0, 5.0]) == {"rmse": pytest.approx((4 / 3) ** 0.5)}
+    assert prediction_scores("regression", [1.0, 2.0, 3.0], [1.0, 2.0, 5.0]) == {"rmse": pytest.approx((4 / 3) ** 0.5)}

@@ -622,8 +622,9 @@ def write_report(out: Path, settings: dict | None = None) -> str:
     lines += [f"Protocol P1 (64/16/20, seed {s.get('seed', '?')}, at most {s.get('max_train_rows', '?')} training "
               f"rows), one whole AutoGluon fit per cell, {s.get('time_limit', '?')} s each on "
               f"{s.get('num_cpus', '?')} CPU core(s), GPUs: {s.get('num_gpus')}; "
-              f"{ens or 'ensembling not recorded'}; preset `{s.get('preset', '?')}`. Code commit(s): "
-              f"{', '.join(commits) or '-'}.", "",
+              f"{ens or 'ensembling not recorded'}; preset `{s.get('preset', '?')}`"
+              + (f", ours with the candidate entries `{s['ours_add']}`" if s.get("ours_add") else "")
+              + f". Code commit(s): {', '.join(commits) or '-'}.", "",
               "`gbdt` = LightGBM + CatBoost + XGBoost; `ours` = the same + MAYA + TabSwift; `ag_dl` = the same + "
               "TabM + RealMLP. Score: test accuracy (↑) or RMSE (↓) of the model AutoGluon picks on validation. "
               "Error e = 1 − accuracy or RMSE; relative error reduction of ours over B = (e_B − e_ours) / e_B "

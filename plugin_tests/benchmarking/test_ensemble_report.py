@@ -228,6 +228,7 @@ def test_a_candidate_entry_changes_ours_only_and_is_a_setting_of_its_own(bench, 
     bench.main(argv + ["--ours-add", json.dumps(add)])
     assert calls == [("d1", "ours")]
     assert json.loads(bench.read_rows(out)[-1]["ours_add"]) == add
+    assert "ours with the candidate entries" in (out / "results.md").read_text()
     with pytest.raises(SystemExit):
         bench.parse_args(argv + ["--ours-add", '["MAYA"]'])
 

@@ -79,7 +79,8 @@ def _network_dims(checkpoint_path) -> tuple:
     """(layers, d_model, heads, registers) of the checkpoint a fit would load, read from its JSON config
     without loading weights or touching the network: the shipped one for None/"shipped", the file named by a
     path, the converted released copy for "hub"/"auto" when it is in the cache; "hub" otherwise means the
-    released size, "auto" the shipped one (what it falls back to)."""
+    released size, and so does "auto" when the released file waits in the local Hugging Face hub cache (the fit
+    converts it); otherwise "auto" means the shipped one (what it falls back to without the network)."""
     import json
     import os
 
@@ -93,9 +94,11 @@ def _network_dims(checkpoint_path) -> tuple:
     if requested in (None, "", "shipped"):
         candidates = [SHIPPED_CHECKPOINT]
     elif requested in ("auto", "hub"):
-        from .hub import converted_path
+        from .hub import cached_released, converted_path
 
-        candidates = [converted_path()] + ([SHIPPED_CHECKPOINT] if requested == "auto" else [])
+        candidates = [converted_path()]
+        if requested == "auto" and cached_released() is None:
+            candidates.append(SHIPPED_CHECKPOINT)
     else:
         candidates = [Path(str(requested))]
     for path in candidates:

@@ -219,6 +219,32 @@ def test_memory_estimate_follows_the_checkpoint_and_fine_tuning(tmp_path, monkey
     assert est(hp={"fine_tune": "auto"}, X_val=X.iloc[:100]) == est(hp={"fine_tune": True})
 
 
+def test_memory_estimate_of_auto_counts_released_weights_waiting_in_the_hub_cache(tmp_path, monkeypatch):
+    """checkpoint_path="auto" with the released swift.ckpt in the local Hugging Face hub cache (not converted yet):
+    the fit will convert and load the released network, so the estimate is the released size, not the shipped."""
+    from huggingface_hub import constants
+
+    from autogluon_maya.tabswift.hub import FILENAME, REPO_ID
+
+    monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "empty_cache"))
+    monkeypatch.delenv("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", raising=False)
+    hub_cache = tmp_path / "hf"
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub_cache))
+    X = pd.DataFrame(np.zeros((2_000, 10)))
+
+    def est(path):
+        return TabSwiftModel._estimate_memory_usage_static(
+            X=X, hyperparameters={"fine_tune": False, "checkpoint_path": path}, num_classes=2)
+
+    assert est("auto") == est("shipped")  # nothing cached: "auto" falls back to the shipped network
+    repo = hub_cache / ("models--" + REPO_ID.replace("/", "--"))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    (repo / "snapshots" / ("0" * 40) / FILENAME).write_bytes(b"not read by the estimate")
+    assert est("auto") == est("hub") > est("shipped")
+
+
 @lru_cache(maxsize=None)
 def _fit_memory(rows: int) -> dict:
     """Peak memory of a default fit (8 members) on ``rows`` rows of 10 features and a 60-row prediction, and the

@@ -15,6 +15,7 @@ A checkout without git (an installed wheel, a tarball) gives ``"unknown"`` inste
 from __future__ import annotations
 
 import functools
+import re
 import subprocess
 from pathlib import Path
 from typing import Dict, Iterable, Optional
@@ -43,15 +44,16 @@ def package_repo() -> Path:
 
 def package_commit(repo: Path, rev: str = "HEAD") -> str:
     """The last commit at or before ``rev`` that changed :data:`PACKAGE_PATHS`."""
-    return _package_commit_at(Path(repo), rev) if rev != "HEAD" else _last_package_commit(Path(repo), rev)
+    fixed = re.fullmatch(r"[0-9a-f]{7,40}", rev) is not None  # a commit hash; HEAD or a branch moves
+    return (_package_commit_at if fixed else _last_package_commit)(Path(repo), rev)
 
 
 def _last_package_commit(repo: Path, rev: str) -> str:
     return git(repo, "log", "-1", "--format=%h", rev, "--", *PACKAGE_PATHS)
 
 
-# a fixed commit's answer never changes (a report looks up every row written before rows recorded it);
-# HEAD's does, so it is not cached
+# a commit hash's answer never changes (a report looks up every row written before rows recorded it);
+# HEAD's or a branch's does, so only hashes are cached
 _package_commit_at = functools.lru_cache(maxsize=None)(_last_package_commit)
 
 

@@ -162,5 +162,5 @@ def fetch_released(timeout: Optional[float] = None) -> Path:
         raise HubUnavailableError(f"checkpoint_path='hub': {err.reason}") from None
 
 
-__all__ = ["FILENAME", "HubUnavailableError", "REPO_ID", "cached_released", "converted_path", "endpoint_reachable", "fetch_released",
-           "forget_failures", "locate_released"]
+__all__ = ["FILENAME", "HubUnavailableError", "REPO_ID", "cached_released", "converted_path", "endpoint_reachable",
+           "fetch_released", "forget_failures", "locate_released"]

@@ -89,10 +89,8 @@ CHILD_GRACE_S = 600
 
 def config_hyperparameters(config: str, preset: str, smoke: bool, ours_add: dict | None = None) -> dict:
     """The ``hyperparameters`` of one configuration; the trees are the same dict entries in all three.
-    ``ours_add`` (``--ours-add``): model entries that ``ours`` gets on top of the preset, each replacing the
-    preset's entry of the same key (a candidate preset measured without changing the package)."""
-    import copy
-
+    ``ours_add`` (``--ours-add``): a candidate preset measured without changing the package, ``ours`` only
+    (:func:`_candidate_entry` says how each entry meets the preset's)."""
     from stack_with_gbdts import portfolio
 
     from autogluon_maya.portfolio import MAYA_PRIORITY, TABSWIFT_PRIORITY
@@ -102,7 +100,7 @@ def config_hyperparameters(config: str, preset: str, smoke: bool, ours_add: dict
     if config == "gbdt":
         return trees
     if config == "ours":
-        return {**hp, **copy.deepcopy(ours_add or {})}
+        return {**hp, **{key: _candidate_entry(hp.get(key), entry) for key, entry in (ours_add or {}).items()}}
     if config == "ag_dl":
         dl = {"TABM": {"ag_args": {"priority": TABSWIFT_PRIORITY}},
               "REALMLP": {"ag_args": {"priority": MAYA_PRIORITY}}}
@@ -111,6 +109,21 @@ def config_hyperparameters(config: str, preset: str, smoke: bool, ours_add: dict
                 dl[key].update(override)
         return {**trees, **dl}
     raise ValueError(f"unknown config {config!r}; choose from {', '.join(CONFIGS)}")
+
+
+def _candidate_entry(preset_entry, entry):
+    """One ``--ours-add`` entry against the preset's entry of its key: a config (dict) is merged into the
+    preset's config the way ``hyperparameters(overrides=...)`` merges (``ag_args``, ``ag_args_fit`` and
+    ``ag_args_ensemble`` one level deep), so the preset's fit order and stacking flags stay unless the candidate
+    names them; a list of configs, or a key the preset does not have, is taken as given."""
+    import copy
+
+    from autogluon_maya.portfolio import _merge
+
+    entry = copy.deepcopy(entry)
+    if isinstance(entry, dict) and isinstance(preset_entry, dict):
+        return _merge(copy.deepcopy(preset_entry), entry)
+    return entry
 
 
 def ensembling(args_or_spec) -> str:
@@ -134,7 +147,8 @@ _FAILURE_KINDS = {"TimeLimitExceeded": "time", "InsufficientTime": "time", "NotE
 
 
 def expected_models(hp: dict, num_stack_levels: int) -> list[str]:
-    """The bagged model names AutoGluon gives the configs of ``hp`` at every stack level."""
+    """The bagged model names AutoGluon gives the configs of ``hp`` at the stack levels each may run at
+    (``ag_args``: ``valid_base=False`` leaves out level 1, ``valid_stacker=False`` the levels above it)."""
     from autogluon.tabular.registry import ag_model_registry
 
     names = []
@@ -143,7 +157,9 @@ def expected_models(hp: dict, num_stack_levels: int) -> list[str]:
         for c in configs if isinstance(configs, list) else [configs]:
             ag_args = c.get("ag_args", {})
             name = ag_args.get("name") or ag_args.get("name_prefix", "") + cls.ag_name + ag_args.get("name_suffix", "")
-            names += [f"{name}_BAG_L{level}" for level in range(1, num_stack_levels + 2)]
+            levels = [lv for lv in range(1, num_stack_levels + 2)
+                      if (ag_args.get("valid_base", True) if lv == 1 else ag_args.get("valid_stacker", True))]
+            names += [f"{name}_BAG_L{level}" for level in levels]
     return names
 
 
@@ -359,8 +375,15 @@ def read_rows(out: Path) -> list[dict]:
     return rows
 
 
+def _identifies(setting: str, config: str) -> bool:
+    """Whether ``setting`` tells results of ``config`` apart: ``ours_add`` changes ``ours`` only, so a
+    candidate run shares its ``gbdt`` and ``ag_dl`` fits with the run without one."""
+    return setting != "ours_add" or config == "ours"
+
+
 def _key(row: dict) -> tuple:
-    return (row["dataset"], row["config"], *(str(row.get(s)) for s in SETTINGS))
+    return (row["dataset"], row["config"],
+            *(str(row.get(s)) if _identifies(s, row["config"]) else "-" for s in SETTINGS))
 
 
 def append_row(out: Path, row: dict) -> None:
@@ -415,7 +438,8 @@ def run(args, out: Path) -> None:
 def ok_rows(rows: list[dict], settings: dict | None) -> list[dict]:
     """The ``ok`` rows run with ``settings`` (all ``ok`` rows when None), in file order."""
     return [r for r in rows if r["status"] == "ok"
-            and (settings is None or all(str(r.get(k)) == str(v) for k, v in settings.items()))]
+            and (settings is None or all(str(r.get(k)) == str(v) for k, v in settings.items()
+                                         if _identifies(k, r["config"])))]
 
 
 def latest_ok(rows: list[dict], settings: dict | None) -> dict:
@@ -807,9 +831,10 @@ def parse_args(argv=None):
     ap.add_argument("--configs", default=",".join(CONFIGS), help="subset of %(default)s")
     ap.add_argument("--preset", default="light", choices=sorted(PRESETS), help="portfolio of the ours config")
     ap.add_argument("--ours-add", type=json.loads, default=None, metavar="JSON",
-                    help="model entries added to ours (replacing the preset's entry of the same key), e.g. "
-                         "'{\"MAYA\": {\"ag_args_fit\": {\"max_time_limit_ratio\": 0.4}}}': a candidate preset; "
-                         "recorded in every row and part of the settings that identify a result")
+                    help="a candidate preset for ours: model key -> config, merged into the preset's config of that "
+                         "key (ag_args* one level deep), or -> list of configs, replacing it; e.g. "
+                         "'{\"MAYA\": {\"ag_args_fit\": {\"max_time_limit_ratio\": 0.5}}}'. Recorded in every row; "
+                         "ours rows of another candidate are other results, gbdt and ag_dl rows are shared")
     ap.add_argument("--time-limit", type=float, default=600, help="seconds per fit (whole AutoGluon fit)")
     ap.add_argument("--max-train-rows", type=int, default=10000, help="subsample larger tables (seeded)")
     ap.add_argument("--num-bag-folds", type=int, default=5)

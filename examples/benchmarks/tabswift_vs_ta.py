@@ -447,7 +447,7 @@ def main(argv=None) -> int:
             else:
                 os.environ["AUTOGLUON_MAYA_CACHE"] = cache_before
     info = {"command": "python examples/benchmarks/tabswift_vs_ta.py " + " ".join(sys.argv[1:]),
-            "package_commit": code_version()["package_commit"],
+            **code_version(),
             "weights": f"shipped {SHIPPED_CHECKPOINT.name}, exported with binary_only=True",
             "export": {"config": report.config, "class_encoding": report.class_encoding,
                        "class_line_max_error": report.class_line_max_error,

@@ -199,36 +199,45 @@ def _fake_fit(errors: dict, calls: list, fail: set = frozenset()):
 
 
 
-def test_a_candidate_entry_changes_ours_only_and_is_a_setting_of_its_own(bench, tmp_path, monkeypatch):
-    """``--ours-add``: a candidate preset measured without changing the package.  It replaces ours' entry of its
-    key and nothing of gbdt or ag_dl; its rows are results of their own, and rows written before the setting
-    existed still count as fits without a candidate."""
-    add = {"TABSWIFT": [{"fine_tune": "auto", "ag_args": {"name_suffix": "_ft", "priority": 10}}]}
+def test_a_candidate_entry_changes_ours_only(bench):
+    """``--ours-add``: a config is merged into the preset's (its fit order and stacking flags stay unless it
+    names them); a list replaces the preset's entry; gbdt and ag_dl do not change."""
+    plain = {c: bench.config_hyperparameters(c, "light", False) for c in bench.CONFIGS}
+    add = {"MAYA": {"ag_args_fit": {"max_time_limit_ratio": 0.5}},
+           "TABSWIFT": [{"fine_tune": "auto", "ag_args": {"name_suffix": "_ft", "priority": 10}}]}
     hp = {c: bench.config_hyperparameters(c, "light", False, add) for c in bench.CONFIGS}
-    assert hp["ours"]["TABSWIFT"] == add["TABSWIFT"] and hp["ours"]["MAYA"] == bench.config_hyperparameters(
-        "ours", "light", False)["MAYA"]
-    assert hp["gbdt"] == bench.config_hyperparameters("gbdt", "light", False)
-    assert hp["ag_dl"] == bench.config_hyperparameters("ag_dl", "light", False)
+    assert hp["ours"]["MAYA"] == {**plain["ours"]["MAYA"], "ag_args_fit": {"max_time_limit_ratio": 0.5}}
+    assert hp["ours"]["MAYA"]["ag_args"] == plain["ours"]["MAYA"]["ag_args"]  # the priority stays
+    assert hp["ours"]["TABSWIFT"] == add["TABSWIFT"]
+    assert hp["gbdt"] == plain["gbdt"] and hp["ag_dl"] == plain["ag_dl"]
     hp["ours"]["TABSWIFT"][0]["fine_tune"] = False  # the caller's dict is not shared
     assert add["TABSWIFT"][0]["fine_tune"] == "auto"
 
+
+def test_a_candidate_run_has_ours_rows_of_its_own_and_shares_the_others(bench, tmp_path, monkeypatch):
+    """Rows written before the setting existed count as fits without a candidate; a candidate refits ours only,
+    its child gets the entries, and its report sets the candidate's ours beside the shared gbdt fit."""
     data = _datasets(tmp_path, ["d1"])
     monkeypatch.setattr(bench, "code_version", lambda out: {"commit": "c", "code_commit": "c", "package_commit": "c"})
     out = tmp_path / "out"
-    argv = ["--data-dir", data, "--datasets", "d1", "--configs", "ours", "--time-limit", "60", "--out", str(out)]
-    calls = []
-    monkeypatch.setattr(bench, "run_child", _fake_fit({("d1", "ours"): 0.1}, calls))
+    argv = ["--data-dir", data, "--datasets", "d1", "--configs", "gbdt,ours", "--time-limit", "60", "--out", str(out)]
+    calls, specs = [], []
+    fake = _fake_fit({("d1", "gbdt"): 0.2, ("d1", "ours"): 0.1}, calls)
+    monkeypatch.setattr(bench, "run_child", lambda spec, log: specs.append(spec) or fake(spec, log))
     bench.main(argv)
-    row = bench.read_rows(out)[0]
-    del row["ours_add"]  # as a row written before the setting existed
-    (out / "results.jsonl").write_text(json.dumps(row) + "\n")
+    old = [{k: v for k, v in r.items() if k != "ours_add"} for r in bench.read_rows(out)]  # before the setting
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
     calls.clear()
     bench.main(argv)
     assert calls == []  # done: no candidate either way
+
+    add = {"MAYA": {"ag_args_fit": {"max_time_limit_ratio": 0.5}}}
+    fake = _fake_fit({("d1", "gbdt"): 0.2, ("d1", "ours"): 0.05}, calls)
     bench.main(argv + ["--ours-add", json.dumps(add)])
-    assert calls == [("d1", "ours")]
-    assert json.loads(bench.read_rows(out)[-1]["ours_add"]) == add
-    assert "ours with the candidate entries" in (out / "results.md").read_text()
+    assert calls == [("d1", "ours")]  # gbdt is shared
+    assert json.loads(specs[-1]["ours_add"]) == add and json.loads(bench.read_rows(out)[-1]["ours_add"]) == add
+    report = (out / "results.md").read_text()
+    assert "ours with the candidate entries" in report and "+75.00%" in report  # (0.2 - 0.05) / 0.2 vs gbdt
     with pytest.raises(SystemExit):
         bench.parse_args(argv + ["--ours-add", '["MAYA"]'])
 
@@ -362,9 +371,11 @@ def test_skipped_models_say_why(bench):
 
 
 def test_expected_model_names_follow_autogluon_naming(bench):
-    hp = {"GBM": {}, "MAYA": [{"ag_args": {"priority": 20}}, {"ag_args": {"name_suffix": "_d128"}}]}
+    hp = {"GBM": {}, "MAYA": [{"ag_args": {"priority": 20}}, {"ag_args": {"name_suffix": "_d128"}}],
+          "TABSWIFT": {"ag_args": {"valid_stacker": False}}, "CAT": {"ag_args": {"valid_base": False}}}
     assert bench.expected_models(hp, 1) == ["LightGBM_BAG_L1", "LightGBM_BAG_L2", "Maya_BAG_L1", "Maya_BAG_L2",
-                                            "Maya_d128_BAG_L1", "Maya_d128_BAG_L2"]
+                                            "Maya_d128_BAG_L1", "Maya_d128_BAG_L2", "TabSwift_BAG_L1",
+                                            "CatBoost_BAG_L2"]
 
 
 def test_configurations_share_the_trees(bench):

@@ -71,3 +71,13 @@ def test_extra_excludes_count_as_results(repo):
 def test_a_folder_without_git_gives_unknown_instead_of_failing(tmp_path):
     version = code_version(tmp_path)
     assert version["commit"].startswith("unknown") and version["package_commit"] == "unknown"
+
+
+def test_the_package_version_of_head_follows_new_commits(repo):
+    """A long run asks again after every commit: HEAD's answer is never cached, a commit hash's may be."""
+    first = package_commit(repo)
+    assert package_commit(repo, first) == first
+    (repo / "autogluon_maya" / "model.py").write_text("x = 3\n")
+    _git(repo, "commit", "-qam", "model")
+    second = git(repo, "rev-parse", "--short", "HEAD")
+    assert second != first and package_commit(repo) == second and package_commit(repo, first) == first

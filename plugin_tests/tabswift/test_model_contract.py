@@ -264,9 +264,11 @@ def test_memory_estimate_is_within_2x_of_the_measured_peak(rows):
     assert r["proba"].shape == (60,) and np.isfinite(r["proba"]).all()
 
 
-def test_fine_tuning_without_validation_replays_the_step_count(tmp_path):
-    """The refit_full / refit_folds path: no validation rows, so exactly ``fine_tune_steps`` steps run
-    and the tuned weights are kept (this path once crashed calling a missing score function)."""
+@pytest.mark.parametrize("share, replayed", [(None, 3), (0.5, 6)])
+def test_fine_tuning_without_validation_replays_the_step_count(tmp_path, share, replayed):
+    """The refit_full / refit_folds path: no validation rows, so the recorded step count runs and the tuned
+    weights are kept (this path once crashed calling a missing score function).  A bag's record, where half
+    the folds fine-tuned (``fine_tune_share`` 0.5), averages 3 steps over all folds: 6 over those that did."""
     import torch
 
     from autogluon_maya.tabswift.weights import load_checkpoint
@@ -274,9 +276,9 @@ def test_fine_tuning_without_validation_replays_the_step_count(tmp_path):
     data = _frame(200, seed=6)
     model = TabSwiftModel(path=str(tmp_path / "m"), name="ts", problem_type="binary", eval_metric="accuracy",
                           hyperparameters={**FAST, "fine_tune": True, "fine_tune_steps": 3, "fine_tune_rows": 64,
-                                           "fine_tune_schedule_steps": 30})
+                                           "fine_tune_schedule_steps": 30, "fine_tune_share": share})
     model.fit(X=data.drop(columns="y"), y=data["y"])
-    assert model._fit_summary["fine_tune_steps"] == 3 and model._fit_summary["best_step"] == 3
+    assert model._fit_summary["fine_tune_steps"] == replayed and model._fit_summary["best_step"] == replayed
     pretrained = load_checkpoint(SHIPPED_CHECKPOINT).state_dict()
     tuned = model.model.network.state_dict()
     assert any(not torch.equal(pretrained[k], tuned[k].cpu()) for k in pretrained)

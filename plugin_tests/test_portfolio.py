@@ -91,6 +91,14 @@ def test_gbdts_are_fitted_before_tabswift_and_maya(preset):
     assert max(priorities("MAYA")) < min(priorities("TABSWIFT"))
 
 
+def test_light_stacks_maya_but_not_tabswift():
+    """In "light" TabSwift is a level-1 model only (its level-2 stacker never earned ensemble weight); MAYA
+    stays a stacker."""
+    hp = hyperparameters("light")
+    assert hp["TABSWIFT"]["ag_args"]["valid_stacker"] is False
+    assert hp["MAYA"]["ag_args"].get("valid_stacker", True) is True
+
+
 def test_unknown_preset_names_the_valid_ones():
     with pytest.raises(ValueError, match="unknown portfolio preset 'gpu'.*best, light"):
         hyperparameters("gpu")

@@ -8,6 +8,7 @@
 ``runner``   one fit per child process (protocol P1), with its metrics, timings and peak memory.
 ``ensemble`` report logic of the GBDT / + MAYA + TabSwift / + TabM + RealMLP ensemble benchmark.
 ``fit_clock`` an AutoGluon callback recording each model's wall-clock fit time.
+``provenance`` the git commits every result row records (which code ran it).
 
 Only ``results`` and ``stats`` are imported here: the rest pulls in matplotlib or AutoGluon.
 """

@@ -86,28 +86,36 @@ def roc_auc(y_true, proba, positive_class=None) -> Optional[float]:
     return float(np.mean(aucs)) if aucs else None
 
 
-def p1_score(predictor, model: str, data: P1Data) -> Dict[str, Any]:
-    """Test score of one fitted model under P1, its predict time per 1,000 test rows (the model persisted
-    in memory first, so loading from disk is not timed) and its validation score (RMSE positive)."""
+def prediction_scores(task: str, y_true, pred, proba=None, positive_class=None) -> Dict[str, Any]:
+    """The benchmark's test scores of one set of predictions: ``accuracy`` and ``roc_auc`` (from ``proba``, one
+    column per class; see :func:`roc_auc`) for classification, ``rmse`` for regression."""
     import numpy as np
     from sklearn.metrics import accuracy_score
 
+    if task == "regression":
+        return {"rmse": float(np.sqrt(np.mean((np.asarray(pred, float) - np.asarray(y_true, float)) ** 2)))}
+    return {"accuracy": float(accuracy_score(np.asarray(y_true), np.asarray(pred))),
+            "roc_auc": roc_auc(y_true, proba, positive_class if task == "binary" else None)}
+
+
+def p1_score(predictor, model: str, data: P1Data) -> Dict[str, Any]:
+    """Test score of one fitted model under P1, its predict time per 1,000 test rows (the model persisted
+    in memory first, so loading from disk is not timed) and its validation score (RMSE positive)."""
     try:
         predictor.persist(models=[model])
     except Exception:
         pass
     x_test, y_test = data.test.drop(columns=[data.target]), data.test[data.target]
-    row: Dict[str, Any] = {}
     t0 = time.perf_counter()
     if data.dataset.is_classification:
         proba = predictor.predict_proba(x_test, model=model)
         pred_s = time.perf_counter() - t0
-        row["accuracy"] = float(accuracy_score(y_test, predictor.predict_from_proba(proba)))
-        row["roc_auc"] = roc_auc(y_test, proba, predictor.positive_class if data.task == "binary" else None)
+        row = prediction_scores(data.task, y_test, predictor.predict_from_proba(proba), proba, predictor.positive_class
+                          if data.task == "binary" else None)
     else:
         y_pred = predictor.predict(x_test, model=model)
         pred_s = time.perf_counter() - t0
-        row["rmse"] = float(np.sqrt(np.mean((np.asarray(y_pred, float) - y_test.to_numpy(float)) ** 2)))
+        row = prediction_scores(data.task, y_test, y_pred)
     row["predict_s_per_1k"] = round(1000.0 * pred_s / max(len(data.test), 1), 5)
     val = float(predictor.leaderboard(silent=True).set_index("model").loc[model, "score_val"])
     row["val_score"] = abs(val) if data.task == "regression" else val

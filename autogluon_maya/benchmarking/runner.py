@@ -18,6 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Callable, Iterable, List, Optional
 
+from .provenance import code_version, relative_to_repo
 from .results import Task, _jsonable, append_result, read_results, todo
 
 CHILD_GRACE_S = 600.0  # hard timeout = 3 x time limit + this: AutoGluon's time limit is soft
@@ -111,12 +112,15 @@ def dataset_task(data_dir: str | Path, dataset: str) -> Optional[str]:
         return None
 
 
-def run_task(task: Task, data_dir: str | Path, num_cpus: int = 2, hard_timeout: Optional[float] = None) -> dict:
-    """Fit ``task`` in a spawned child and return its full result row; never raises for a failed fit."""
+def run_task(task: Task, data_dir: str | Path, num_cpus: int = 2, hard_timeout: Optional[float] = None,
+             results_dir: Optional[Path] = None) -> dict:
+    """Fit ``task`` in a spawned child and return its full result row; never raises for a failed fit.
+    ``results_dir``: where the rows go, counted as results rather than code in the row's code version."""
+    out = relative_to_repo(results_dir) if results_dir is not None else None
     row = {"dataset": task.dataset, "model": task.model, "seed": int(task.seed), "config": task.config,
            "task": dataset_task(data_dir, task.dataset), "time_limit": float(task.time_limit),
            "max_rows": task.max_rows, "hyperparameters": task.hyperparameters, "num_cpus": num_cpus,
-           "started": time.strftime("%Y-%m-%dT%H:%M:%S")}
+           "started": time.strftime("%Y-%m-%dT%H:%M:%S"), **code_version(exclude=[out] if out else [])}
     spec = {"data_dir": str(data_dir), "dataset": task.dataset, "model": task.model, "seed": int(task.seed),
             "time_limit": float(task.time_limit), "max_rows": task.max_rows,
             "hyperparameters": task.hyperparameters, "num_cpus": num_cpus}
@@ -158,7 +162,8 @@ def run_benchmark(tasks: Iterable[Task], data_dir: str | Path, results_path: str
     for i, task in enumerate(pending, 1):
         log(f"[{time.strftime('%H:%M:%S')}] {i}/{len(pending)} {task.dataset} / {task.model} / seed {task.seed} "
             f"(config {task.config}) ...")
-        row = run_task(task, data_dir, num_cpus=num_cpus, hard_timeout=hard_timeout)
+        row = run_task(task, data_dir, num_cpus=num_cpus, hard_timeout=hard_timeout,
+                       results_dir=Path(results_path).parent)
         append_result(results_path, row)
         rows.append(row)
         scores = ", ".join(f"{k} {row[k]:.4f}" for k in ("accuracy", "roc_auc", "rmse")

@@ -417,6 +417,40 @@ def tabswift_fine_tune_auto() -> str:
     return markdown(header, body, "lrrrr" + "rrr" * len(variants) + "lr" * len(variants))
 
 
+ALONE = (("MAYA", "MAYA"), ("TABM", "TabM"), ("REALMLP", "RealMLP"), ("CAT", "CatBoost"), ("GBM", "LightGBM"))
+
+
+@table("maya-alone-300s")
+def maya_alone_300s() -> str:
+    """MAYA alone beside TabM, RealMLP, CatBoost and LightGBM at their defaults, 300 s each on 2 cores: the test
+    score per table, a mean over the split seeds every model has, the best in bold; MAYA's and TabM's fit
+    seconds; whether MAYA >= TabM; the average rank of each model (1 = best) over the tables shown."""
+    models = [m for m, _ in ALONE]
+    body, rank_sum, wins = [], {m: 0.0 for m in models}, 0
+    for d in TABLES12:
+        recs = {m: _latest(SINGLE, d, m) for m in models}
+        common = sorted(set.intersection(*(set(v) for v in recs.values())))
+        if not common:
+            continue
+        regression = recs["GBM"][common[0]]["task"] == "regression"
+        mean = lambda m, f: sum(f(recs[m][s]) for s in common) / len(common)  # noqa: E731
+        test = {m: mean(m, score) for m in models}
+        best = (min if regression else max)(test.values())
+        for m in models:
+            rank_sum[m] += _rank(test[m], test.values(), not regression)
+        win = test["MAYA"] <= test["TABM"] if regression else test["MAYA"] >= test["TABM"]
+        wins += win
+        seconds = lambda m: f"{mean(m, lambda r: float(r['fit_s'])):.0f}"  # noqa: E731
+        body.append([f"{d} ({'RMSE ↓' if regression else 'accuracy'})", " ".join(map(str, common))]
+                    + [f"**{fmt(test[m])}**" if test[m] == best else fmt(test[m]) for m in models]
+                    + [f"{seconds('MAYA')} / {seconds('TABM')}", "yes" if win else "no"])
+    n = len(body)
+    body.append([f"**{n} tables: average rank**", ""] + [f"{rank_sum[m] / max(n, 1):.2f}" for m in models]
+                + ["", f"**{wins} of {n}**"])
+    header = ["table", "seeds"] + [f"{label} test" for _, label in ALONE] + ["fit s MAYA / TabM", "MAYA >= TabM"]
+    return markdown(header, body, "ll" + "r" * len(models) + "rl")
+
+
 FT_STEPS = (("TABSWIFT@auto", "100 steps"), ("TABSWIFT@steps400", "400 steps (the default now)"))
 
 

@@ -50,6 +50,26 @@ NUMERIC_TRANSFORMS = ("quantile", "minmax", "minmax_or_quantile", "standard", "n
 CENTRAL_RANGE_SHARE = 0.5
 
 
+def numeric_columns(X: pd.DataFrame) -> List[str]:
+    """The columns :class:`TabularEncoder` treats as numeric (every column that is not categorical)."""
+    return [c for c in X.columns if not _is_categorical(X[c])]
+
+
+def numeric_values(X: pd.DataFrame) -> np.ndarray:
+    """``X`` as float64, with what is not a finite number (NaN, +-inf, text that does not parse) as NaN."""
+    num = X.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    num[~np.isfinite(num)] = np.nan
+    return num
+
+
+def numeric_width(X: pd.DataFrame) -> int:
+    """How many numeric inputs ``TabularEncoder().fit(X)`` gives a network (its ``n_num``): one per numeric
+    column and a missing indicator for each that has a missing value.  Column by column, so that a memory
+    estimate does not copy the whole table."""
+    cols = numeric_columns(X)
+    return len(cols) + sum(int(np.isnan(numeric_values(X[[c]])).any()) for c in cols)
+
+
 def _minmax() -> MinMaxScaler:
     return MinMaxScaler(feature_range=(-1, 1), clip=True)
 
@@ -113,8 +133,8 @@ class TabularEncoder:
             raise ValueError("Cannot fit the encoder on an empty table")
         if self.numeric_transform not in NUMERIC_TRANSFORMS:
             raise ValueError(f"numeric_transform must be one of {NUMERIC_TRANSFORMS}, got {self.numeric_transform!r}")
-        self.cat_cols = [c for c in X.columns if _is_categorical(X[c])]
-        self.num_cols = [c for c in X.columns if c not in self.cat_cols]
+        self.num_cols = numeric_columns(X)
+        self.cat_cols = [c for c in X.columns if c not in self.num_cols]
         num = self._numeric(X)
         missing = np.isnan(num)
         self.nan_indicator_cols = [c for c, m in zip(self.num_cols, missing.any(0)) if m]
@@ -146,9 +166,7 @@ class TabularEncoder:
     def _numeric(self, X: pd.DataFrame) -> np.ndarray:
         if not self.num_cols:
             return np.zeros((len(X), 0))
-        num = X[self.num_cols].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        num[~np.isfinite(num)] = np.nan
-        return num
+        return numeric_values(X[self.num_cols])
 
     def _impute(self, num: np.ndarray) -> np.ndarray:
         return np.where(np.isnan(num), self.medians, num)

@@ -369,11 +369,9 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         chunk = per_row * min(1024, n)
         network = 0.8 * chunk if L == 1 else 13 * chunk + 20 * (L - 1) * per_row * b
         if hp.get("num_embeddings") is not None:
-            from ..common.preprocessing import _is_categorical
+            from ..common.preprocessing import numeric_width
 
-            numeric = [c for c in X.columns if not _is_categorical(X[c])]
-            n_num = len(numeric) + int(X[numeric].isna().any().sum()) if numeric else 0  # + missing indicators
-            network += embedding_bytes(hp["num_embeddings"], n_num, d, min(1024, n), b)
+            network += embedding_bytes(hp["num_embeddings"], numeric_width(X), d, min(1024, n), b)
         if parallel_wanted(hp["parallel_members"]) > 1 \
                 and activation_bytes(b, f, d, L, br) <= PARALLEL_MAX_ACTIVATION_BYTES:
             network *= 2  # two members may train at once

@@ -234,13 +234,13 @@ class WeightAverage:
         self.decay = decay
 
         def ema(avg_params, params, num_averaged):
+            # AveragedModel calls this once per (device, dtype) group of tensors.  Only floating-point groups
+            # are averaged: buffers can be masks (a piecewise-linear embedding's bool masks), which are
+            # constants of the fit, keep their first copy, and which lerp does not take.
+            if not avg_params or not avg_params[0].is_floating_point():
+                return
             t = float(num_averaged)
-            # floating-point tensors only: buffers can be masks (a piecewise-linear embedding's bool masks),
-            # which are constants of the fit and which lerp does not take
-            pairs = [(a, p) for a, p in zip(avg_params, params) if a.is_floating_point()]
-            if pairs:
-                torch._foreach_lerp_([a for a, _ in pairs], [p for _, p in pairs],
-                                     1.0 - min(decay, (1.0 + t) / (10.0 + t)))
+            torch._foreach_lerp_(avg_params, params, 1.0 - min(decay, (1.0 + t) / (10.0 + t)))
 
         self.model = AveragedModel(net, multi_avg_fn=ema, use_buffers=True)
 

@@ -88,6 +88,17 @@ def converted_path() -> Path:
     return cache_dir() / "tabswift" / "hub" / Path(FILENAME).stem
 
 
+def cached_released() -> Optional[Path]:
+    """The released ``swift.ckpt`` in the local Hugging Face hub cache, found without the network; None when it
+    is not there or huggingface_hub is not installed."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    cached = try_to_load_from_cache(REPO_ID, FILENAME)
+    return Path(cached) if isinstance(cached, str) and Path(cached).is_file() else None
+
+
 def locate_released(timeout: Optional[float] = None) -> Tuple[Path, str]:
     """``(converted checkpoint, how it was had)``, converting on first use.
 
@@ -103,7 +114,7 @@ def locate_released(timeout: Optional[float] = None) -> Tuple[Path, str]:
     if is_our_checkpoint(target):
         return target, f"converted copy in {target.parent}"
     try:
-        from huggingface_hub import constants, hf_hub_download, try_to_load_from_cache
+        from huggingface_hub import constants, hf_hub_download
     except ImportError:
         raise ImportError(f"the authors' weights from the model hub need the optional package huggingface_hub "
                           f"(pip install 'autogluon_maya[hub]'); or {MANUAL}") from None
@@ -123,10 +134,10 @@ def locate_released(timeout: Optional[float] = None) -> Tuple[Path, str]:
         except ReleasedCheckpointError as err:  # the converter refuses what the hub serves: say which tensor
             raise failed(f"{REPO_ID}/{FILENAME} ({how}) could not be converted: {err}") from None
 
-    cached = try_to_load_from_cache(REPO_ID, FILENAME)
-    if isinstance(cached, str) and Path(cached).is_file():
+    cached = cached_released()
+    if cached is not None:
         logger.info(f"TabSwift: {REPO_ID}/{FILENAME} found in the local hub cache; converting it once into {target}")
-        return converted(cached, "found in the local Hugging Face hub cache")
+        return converted(str(cached), "found in the local Hugging Face hub cache")
     if _truthy("HF_HUB_OFFLINE") or bool(getattr(constants, "HF_HUB_OFFLINE", False)):
         raise HubUnavailableError(f"HF_HUB_OFFLINE is set and {REPO_ID}/{FILENAME} is not in the local "
                                   f"Hugging Face hub cache")
@@ -151,5 +162,5 @@ def fetch_released(timeout: Optional[float] = None) -> Path:
         raise HubUnavailableError(f"checkpoint_path='hub': {err.reason}") from None
 
 
-__all__ = ["FILENAME", "HubUnavailableError", "REPO_ID", "converted_path", "endpoint_reachable", "fetch_released",
-           "forget_failures", "locate_released"]
+__all__ = ["FILENAME", "HubUnavailableError", "REPO_ID", "cached_released", "converted_path", "endpoint_reachable",
+           "fetch_released", "forget_failures", "locate_released"]

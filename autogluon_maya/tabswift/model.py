@@ -47,6 +47,17 @@ AUTO_CHOICES = {True: "fine_tune='auto' kept the fine-tuned weights on validatio
 FINE_TUNE_MODES = (True, False, "auto")
 
 
+def replay_steps(p: dict) -> int:
+    """The fine-tuning steps a refit without validation rows runs: the best step count of the fit it replaces.
+    A bag hands its refit the mean of its folds' records (AutoGluon's compressed params: ints as a rounded mean,
+    floats as a mean), where a fold that kept zero-shot weights counts 0 steps; ``fine_tune_share`` (1.0 for a
+    fold that kept fine-tuned weights, 0.0 otherwise) is averaged over the same folds, so the ratio of the two is
+    the mean over the folds that fine-tuned."""
+    steps = float(p["fine_tune_steps"])
+    share = p.get("fine_tune_share")
+    return int(round(steps / float(share))) if share else int(round(steps))
+
+
 def describe_checkpoint(path) -> str:
     from .weights import read_checkpoint_info
 
@@ -79,7 +90,8 @@ def _network_dims(checkpoint_path) -> tuple:
     """(layers, d_model, heads, registers) of the checkpoint a fit would load, read from its JSON config
     without loading weights or touching the network: the shipped one for None/"shipped", the file named by a
     path, the converted released copy for "hub"/"auto" when it is in the cache; "hub" otherwise means the
-    released size, "auto" the shipped one (what it falls back to)."""
+    released size, and so does "auto" when the released file waits in the local Hugging Face hub cache (the fit
+    converts it); otherwise "auto" means the shipped one (what it falls back to without the network)."""
     import json
     import os
 
@@ -93,9 +105,11 @@ def _network_dims(checkpoint_path) -> tuple:
     if requested in (None, "", "shipped"):
         candidates = [SHIPPED_CHECKPOINT]
     elif requested in ("auto", "hub"):
-        from .hub import converted_path
+        from .hub import cached_released, converted_path
 
-        candidates = [converted_path()] + ([SHIPPED_CHECKPOINT] if requested == "auto" else [])
+        candidates = [converted_path()]
+        if requested == "auto" and cached_released() is None:
+            candidates.append(SHIPPED_CHECKPOINT)
     else:
         candidates = [Path(str(requested))]
     for path in candidates:
@@ -262,6 +276,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             self.params_trained["fine_tune_steps"] = max(0, int(summary["best_step"]))
             self.params_trained["fine_tune_schedule_steps"] = int(p["fine_tune_steps"])
             self.params_trained["fine_tune"] = kept
+            self.params_trained["fine_tune_share"] = 1.0 if kept else 0.0
             summary["fine_tune_decision"] = {
                 "requested": True, "fine_tuned": kept, "rule": "requested",
                 "reason": "fine_tune=True: the best validation step is kept (step 0 = the pretrained weights)",
@@ -271,7 +286,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         elif mode:  # refit_full / no validation: replay the step count found with validation
             from .finetune import fine_tune
 
-            steps = int(p["fine_tune_steps"])
+            steps = replay_steps(p)
             if steps > 0:
                 summary.update(fine_tune(ens, None, steps=steps, eval_every=steps, patience=1, deadline=None,
                                          schedule_steps=p.get("fine_tune_schedule_steps") or steps, **ft_common))
@@ -370,6 +385,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         sets the same keys (a bag compresses them key by key)."""
         self.params_trained["fine_tune"] = bool(kept)
         self.params_trained["fine_tune_steps"] = int(steps)
+        self.params_trained["fine_tune_share"] = 1.0 if kept else 0.0
         self.params_trained["fine_tune_schedule_steps"] = int(p["fine_tune_steps"])
         self.params_trained[FINE_TUNE_CHOICE_KEY] = AUTO_CHOICES[bool(kept)]
 

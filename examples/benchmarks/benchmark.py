@@ -9,7 +9,8 @@ P1 (autogluon_maya.common.protocol): 64/16/20 train/validation/test split, strat
 classification; the validation part is ``tuning_data``; one fit per model with
 ``hyperparameters={MODEL: {}}`` and no weighted ensemble.  Each fit runs in its own child process and
 records test accuracy + ROC-AUC (classification) or RMSE (regression), fit time, inference time per
-1,000 rows and peak memory; a failing model is recorded with its error, never fatal.
+1,000 rows, peak memory and the code version (``commit``, ``package_commit``:
+``autogluon_maya.benchmarking.provenance``); a failing model is recorded with its error, never fatal.
 
 Results are appended to ``<out>/results.jsonl``, one line per fit, keyed by (dataset, model, seed,
 config hash of time limit / row cap / hyperparameters): rerunning skips what is done, so an

@@ -5,6 +5,8 @@
     python examples/benchmarks/mixed_ensemble_benchmark.py --data-dir /data/tables --datasets a,b,c --out /tmp/b
     python examples/benchmarks/mixed_ensemble_benchmark.py --smoke --time-limit 120 \
         --datasets qsar_biodeg,cpu_act --out /tmp/ens_smoke                # tiny models: checks the plumbing
+    python examples/benchmarks/mixed_ensemble_benchmark.py --configs ours --out /tmp/candidate \
+        --ours-add '{"MAYA": {"ag_args": {"priority": 80}}}'                # a candidate preset, package unchanged
 
 Three configurations per dataset, each ONE whole AutoGluon fit (``TabularPredictor.fit``) with the same
 ``--time-limit`` (seconds for the whole fit, default 600), the same cores (``--num-cpus``, default 2; no GPU
@@ -57,7 +59,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import functools
 import statistics
 import json
 import os
@@ -70,6 +71,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/stack_with_gbdts.py (portfolio helper)
 
+from autogluon_maya.benchmarking.provenance import RESULTS_DIR, package_commit, package_repo, relative_to_repo  # noqa: E402
+from autogluon_maya.benchmarking.provenance import code_version as provenance_code_version  # noqa: E402
+
 #: 6 binary, 3 multiclass, 3 regression tables (letter, otto and house_16H are subsampled)
 DATASETS = ("qsar_biodeg,seismic_bumps,phoneme,spambase,telco_churn,bank_churn,"
             "satimage,letter,otto,ames_housing,cpu_act,house_16H")
@@ -79,13 +83,14 @@ GBDT_KEYS = ("GBM", "CAT", "XGB")
 AG_DL_SMOKE = {"TABM": {"n_epochs": 2}, "REALMLP": {"n_epochs": 2}}
 #: settings that identify a result: a pair is "done" only for the same values of these
 SETTINGS = ("preset", "time_limit", "max_train_rows", "seed", "num_bag_folds", "num_stack_levels", "num_cpus",
-            "num_gpus", "smoke")
+            "num_gpus", "smoke", "ours_add")
 CHILD_GRACE_S = 600
-RESULTS_DIR = "examples/benchmarks/results"
 
 
-def config_hyperparameters(config: str, preset: str, smoke: bool) -> dict:
-    """The ``hyperparameters`` of one configuration; the trees are the same dict entries in all three."""
+def config_hyperparameters(config: str, preset: str, smoke: bool, ours_add: dict | None = None) -> dict:
+    """The ``hyperparameters`` of one configuration; the trees are the same dict entries in all three.
+    ``ours_add`` (``--ours-add``): a candidate preset measured without changing the package, ``ours`` only
+    (:func:`_candidate_entry` says how each entry meets the preset's)."""
     from stack_with_gbdts import portfolio
 
     from autogluon_maya.portfolio import MAYA_PRIORITY, TABSWIFT_PRIORITY
@@ -95,7 +100,7 @@ def config_hyperparameters(config: str, preset: str, smoke: bool) -> dict:
     if config == "gbdt":
         return trees
     if config == "ours":
-        return hp
+        return {**hp, **{key: _candidate_entry(hp.get(key), entry) for key, entry in (ours_add or {}).items()}}
     if config == "ag_dl":
         dl = {"TABM": {"ag_args": {"priority": TABSWIFT_PRIORITY}},
               "REALMLP": {"ag_args": {"priority": MAYA_PRIORITY}}}
@@ -106,6 +111,21 @@ def config_hyperparameters(config: str, preset: str, smoke: bool) -> dict:
     raise ValueError(f"unknown config {config!r}; choose from {', '.join(CONFIGS)}")
 
 
+def _candidate_entry(preset_entry, entry):
+    """One ``--ours-add`` entry against the preset's entry of its key: a config (dict) is merged into the
+    preset's config the way ``hyperparameters(overrides=...)`` merges (``ag_args``, ``ag_args_fit`` and
+    ``ag_args_ensemble`` one level deep), so the preset's fit order and stacking flags stay unless the candidate
+    names them; a list of configs, or a key the preset does not have, is taken as given."""
+    import copy
+
+    from autogluon_maya.portfolio import _merge
+
+    entry = copy.deepcopy(entry)
+    if isinstance(entry, dict) and isinstance(preset_entry, dict):
+        return _merge(copy.deepcopy(preset_entry), entry)
+    return entry
+
+
 def ensembling(args_or_spec) -> str:
     get = args_or_spec.get if isinstance(args_or_spec, dict) else lambda k: getattr(args_or_spec, k)
     return (f"{get('num_bag_folds')}-fold bagging, {get('num_stack_levels')} stack level(s), weighted ensembles, "
@@ -113,54 +133,12 @@ def ensembling(args_or_spec) -> str:
 
 
 # ---- the code version ------------------------------------------------------------------------------------
-def _git(repo: Path, *cmd: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *cmd], capture_output=True, text=True, timeout=60,
-                          check=True).stdout.strip()
-
-
-#: what a fit of ``ours`` depends on beyond AutoGluon: the package (less its report helpers) and the fit helper
-PACKAGE_PATHS = ("autogluon_maya", ":(exclude)autogluon_maya/benchmarking", "pyproject.toml",
-                 "examples/stack_with_gbdts.py")
-
-
-def package_repo() -> Path:
-    """The checkout that holds the ``autogluon_maya`` this run imports (``PYTHONPATH`` decides which)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("autogluon_maya")
-    return Path(list(spec.submodule_search_locations)[0]).parent
-
-
-@functools.lru_cache(maxsize=None)
-def package_commit(repo: Path, rev: str = "HEAD") -> str:
-    """The last commit at or before ``rev`` that changed :data:`PACKAGE_PATHS` (one git call per ``rev``:
-    the report looks up every row written before rows recorded it)."""
-    return _git(repo, "log", "-1", "--format=%h", rev, "--", *PACKAGE_PATHS)
-
-
 def code_version(out: Path) -> dict:
-    """``commit`` (HEAD, ``-dirty`` when tracked files outside the results folders changed), ``code_commit``
-    (the last commit touching anything outside them) and ``package_commit`` (the last one touching the package
-    or the fit helper, ``-dirty`` only when those changed: rows with the same one ran the same models, and an
-    edited doc does not make a new version) of the checkout that holds the ``autogluon_maya`` this run imports
-    (:func:`package_repo`)."""
+    """``commit``, ``code_commit`` and ``package_commit`` (``autogluon_maya.benchmarking.provenance``) of the
+    checkout that holds the ``autogluon_maya`` this run imports, ``out`` counted as results, not code."""
     repo = package_repo()
-    excludes = [f":(exclude){RESULTS_DIR}"]
-    try:
-        rel_out = out.resolve().relative_to(repo.resolve())
-        excludes.append(f":(exclude){rel_out}")
-    except ValueError:
-        pass
-    try:
-        head = _git(repo, "rev-parse", "--short", "HEAD")
-        dirty = _git(repo, "status", "--porcelain", "--untracked-files=no", "--", ".", *excludes)
-        code = _git(repo, "log", "-1", "--format=%h", "--", ".", *excludes)
-        package = _git(repo, "log", "-1", "--format=%h", "--", *PACKAGE_PATHS)  # HEAD moves: not cached
-        package_dirty = _git(repo, "status", "--porcelain", "--untracked-files=no", "--", *PACKAGE_PATHS)
-        return {"commit": head + ("-dirty" if dirty else ""), "code_commit": code,
-                "package_commit": package + ("-dirty" if package_dirty else "")}
-    except (OSError, subprocess.SubprocessError) as e:
-        return {"commit": f"unknown ({type(e).__name__})", "code_commit": "unknown", "package_commit": "unknown"}
+    rel_out = relative_to_repo(out, repo)
+    return provenance_code_version(repo, exclude=[rel_out] if rel_out else [])
 
 
 # ---- one fit (runs in a child process) -----------------------------------------------------------------
@@ -169,7 +147,8 @@ _FAILURE_KINDS = {"TimeLimitExceeded": "time", "InsufficientTime": "time", "NotE
 
 
 def expected_models(hp: dict, num_stack_levels: int) -> list[str]:
-    """The bagged model names AutoGluon gives the configs of ``hp`` at every stack level."""
+    """The bagged model names AutoGluon gives the configs of ``hp`` at the stack levels each may run at
+    (``ag_args``: ``valid_base=False`` leaves out level 1, ``valid_stacker=False`` the levels above it)."""
     from autogluon.tabular.registry import ag_model_registry
 
     names = []
@@ -178,7 +157,9 @@ def expected_models(hp: dict, num_stack_levels: int) -> list[str]:
         for c in configs if isinstance(configs, list) else [configs]:
             ag_args = c.get("ag_args", {})
             name = ag_args.get("name") or ag_args.get("name_prefix", "") + cls.ag_name + ag_args.get("name_suffix", "")
-            names += [f"{name}_BAG_L{level}" for level in range(1, num_stack_levels + 2)]
+            levels = [lv for lv in range(1, num_stack_levels + 2)
+                      if (ag_args.get("valid_base", True) if lv == 1 else ag_args.get("valid_stacker", True))]
+            names += [f"{name}_BAG_L{level}" for level in levels]
     return names
 
 
@@ -229,7 +210,8 @@ def one_fit(spec: dict) -> dict:
                    max_rows=max_rows_for_train(spec["max_train_rows"]))
     ds, train, val, test = data.dataset, data.train, data.val, data.test
     metric = p1_metric(ds.task)
-    hp = config_hyperparameters(spec["config"], spec["preset"], spec["smoke"])
+    hp = config_hyperparameters(spec["config"], spec["preset"], spec["smoke"],
+                                json.loads(spec["ours_add"]) if spec.get("ours_add") else None)
     path = tempfile.mkdtemp(prefix=f"ens_bench_{ds.name}_{spec['config']}_")
     try:
         clock = ModelWallClock()
@@ -393,8 +375,15 @@ def read_rows(out: Path) -> list[dict]:
     return rows
 
 
+def _identifies(setting: str, config: str) -> bool:
+    """Whether ``setting`` tells results of ``config`` apart: ``ours_add`` changes ``ours`` only, so a
+    candidate run shares its ``gbdt`` and ``ag_dl`` fits with the run without one."""
+    return setting != "ours_add" or config == "ours"
+
+
 def _key(row: dict) -> tuple:
-    return (row["dataset"], row["config"], *(str(row.get(s)) for s in SETTINGS))
+    return (row["dataset"], row["config"],
+            *(str(row.get(s)) if _identifies(s, row["config"]) else "-" for s in SETTINGS))
 
 
 def append_row(out: Path, row: dict) -> None:
@@ -407,7 +396,8 @@ def append_row(out: Path, row: dict) -> None:
 def settings_of(args) -> dict:
     return {"preset": args.preset, "time_limit": float(args.time_limit), "max_train_rows": args.max_train_rows,
             "seed": args.seed, "num_bag_folds": args.num_bag_folds, "num_stack_levels": args.num_stack_levels,
-            "num_cpus": args.num_cpus, "num_gpus": args.num_gpus, "smoke": bool(args.smoke)}
+            "num_cpus": args.num_cpus, "num_gpus": args.num_gpus, "smoke": bool(args.smoke),
+            "ours_add": json.dumps(args.ours_add, sort_keys=True) if args.ours_add else None}
 
 
 def run(args, out: Path) -> None:
@@ -448,7 +438,8 @@ def run(args, out: Path) -> None:
 def ok_rows(rows: list[dict], settings: dict | None) -> list[dict]:
     """The ``ok`` rows run with ``settings`` (all ``ok`` rows when None), in file order."""
     return [r for r in rows if r["status"] == "ok"
-            and (settings is None or all(str(r.get(k)) == str(v) for k, v in settings.items()))]
+            and (settings is None or all(str(r.get(k)) == str(v) for k, v in settings.items()
+                                         if _identifies(k, r["config"])))]
 
 
 def latest_ok(rows: list[dict], settings: dict | None) -> dict:
@@ -655,8 +646,9 @@ def write_report(out: Path, settings: dict | None = None) -> str:
     lines += [f"Protocol P1 (64/16/20, seed {s.get('seed', '?')}, at most {s.get('max_train_rows', '?')} training "
               f"rows), one whole AutoGluon fit per cell, {s.get('time_limit', '?')} s each on "
               f"{s.get('num_cpus', '?')} CPU core(s), GPUs: {s.get('num_gpus')}; "
-              f"{ens or 'ensembling not recorded'}; preset `{s.get('preset', '?')}`. Code commit(s): "
-              f"{', '.join(commits) or '-'}.", "",
+              f"{ens or 'ensembling not recorded'}; preset `{s.get('preset', '?')}`"
+              + (f", ours with the candidate entries `{s['ours_add']}`" if s.get("ours_add") else "")
+              + f". Code commit(s): {', '.join(commits) or '-'}.", "",
               "`gbdt` = LightGBM + CatBoost + XGBoost; `ours` = the same + MAYA + TabSwift; `ag_dl` = the same + "
               "TabM + RealMLP. Score: test accuracy (↑) or RMSE (↓) of the model AutoGluon picks on validation. "
               "Error e = 1 − accuracy or RMSE; relative error reduction of ours over B = (e_B − e_ours) / e_B "
@@ -838,6 +830,11 @@ def parse_args(argv=None):
     ap.add_argument("--datasets", default=DATASETS, help="comma-separated folder names (default: %(default)s)")
     ap.add_argument("--configs", default=",".join(CONFIGS), help="subset of %(default)s")
     ap.add_argument("--preset", default="light", choices=sorted(PRESETS), help="portfolio of the ours config")
+    ap.add_argument("--ours-add", type=json.loads, default=None, metavar="JSON",
+                    help="a candidate preset for ours: model key -> config, merged into the preset's config of that "
+                         "key (ag_args* one level deep), or -> list of configs, replacing it; e.g. "
+                         "'{\"MAYA\": {\"ag_args_fit\": {\"max_time_limit_ratio\": 0.5}}}'. Recorded in every row; "
+                         "ours rows of another candidate are other results, gbdt and ag_dl rows are shared")
     ap.add_argument("--time-limit", type=float, default=600, help="seconds per fit (whole AutoGluon fit)")
     ap.add_argument("--max-train-rows", type=int, default=10000, help="subsample larger tables (seeded)")
     ap.add_argument("--num-bag-folds", type=int, default=5)
@@ -856,6 +853,9 @@ def parse_args(argv=None):
     for c in args.configs.split(","):
         if c not in CONFIGS:
             ap.error(f"unknown config {c!r}; choose from {', '.join(CONFIGS)}")
+    if args.ours_add is not None and not (isinstance(args.ours_add, dict)
+                                          and all(isinstance(v, (dict, list)) for v in args.ours_add.values())):
+        ap.error("--ours-add must be a JSON object mapping model keys to a config or a list of configs")
     return args
 
 

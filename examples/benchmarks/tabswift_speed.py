@@ -67,7 +67,6 @@ import os
 import platform
 import resource
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -79,6 +78,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
+from autogluon_maya.benchmarking.provenance import code_version
 from autogluon_maya.tabswift.config import RELEASED, SMALL
 from autogluon_maya.tabswift.engine import TabSwiftEngine
 from autogluon_maya.tabswift.network import CLASSIFICATION, TabSwiftNetwork
@@ -142,14 +142,6 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or "unknown"
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def n_params(module: torch.nn.Module) -> int:
@@ -630,7 +622,7 @@ def main(argv=None) -> int:
 
     verdict_rows, verdict_text = verdict(results, args.basis)
     meta = {
-        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "git_commit": git_commit(),
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "git_commit": code_version()["commit"],
         "torch": torch.__version__, "tabicl": icl_version, "tabicl_error": icl_error, "python": sys.version.split()[0],
         "cpu": cpu_name(), "cpu_count": os.cpu_count(), "threads": torch.get_num_threads(), "basis": args.basis,
         "loadavg_start": load_start, "loadavg_end": ", ".join(f"{x:.2f}" for x in os.getloadavg()),

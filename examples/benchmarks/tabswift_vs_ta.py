@@ -84,6 +84,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from autogluon_maya.benchmarking.p1 import prediction_scores  # noqa: E402
+from autogluon_maya.benchmarking.provenance import code_version  # noqa: E402
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT  # noqa: E402
 from autogluon_maya.tabswift.export import export_to_authors  # noqa: E402
 from autogluon_maya.tabswift.weights import load_checkpoint  # noqa: E402
@@ -183,16 +185,6 @@ def cap(df: pd.DataFrame, n: int, target: str, classification: bool, seed: int) 
 
     kept, _ = train_test_split(df, train_size=n, random_state=seed, stratify=df[target] if classification else None)
     return kept
-
-
-def scores(task: str, y_true: pd.Series, pred, proba: pd.DataFrame | None, positive=None) -> dict:
-    from autogluon_maya.benchmarking.p1 import roc_auc
-
-    if task == "regression":
-        return {"rmse": float(np.sqrt(np.mean((np.asarray(pred, float) - y_true.to_numpy(float)) ** 2)))}
-    out = {"accuracy": float(np.mean(np.asarray(pred) == y_true.to_numpy()))}
-    out["roc_auc"] = roc_auc(y_true, proba, positive if task == "binary" else None)
-    return out
 
 
 def agreement(task: str, ours, theirs, y_std: float) -> dict:
@@ -296,12 +288,13 @@ def run_table(name: str, args, exported: Path, table: torch.Tensor, sampler: Pea
     ta_s, ta_median = min(ta_t["cold"] + ta_t["warm"]), float(np.median(ta_t["cold"] + ta_t["warm"]))
     ta_cpu = min(ta_t["cold_cpu"] + ta_t["warm_cpu"])
     ta_mb = max(ta_t["cold_peak_mb"] + ta_t["warm_peak_mb"])
+    positive = predictor.positive_class if task == "binary" else None
     for m in models:
         out = outputs[m]
         pred = predictor.predict_from_proba(out) if classification else out
         row = {"table": name, "task": task, **sizes, "model": m, "variant": labels.get(m, m), "weights": weights[m],
-               **{f"score_{k}": v for k, v in scores(task, y_test, pred, out if classification else None,
-                                                     predictor.positive_class if task == "binary" else None).items()},
+               **{f"score_{k}": v for k, v in prediction_scores(task, y_test, pred, out if classification else None,
+                                                          positive).items()},
                **({} if m == TA else {f"vs_ta_{k}": v for k, v in agreement(task, out, outputs[TA], y_std).items()}),
                "fit_s": round(float(board.loc[m, "fit_time"]), 2),
                "val_predict_s": round(float(board.loc[m, "pred_time_val"]), 2),
@@ -403,20 +396,6 @@ def plot(rows: list, path: Path) -> None:
     plt.close(fig)
 
 
-def _commit() -> str:
-    """HEAD of the checkout, ``-dirty`` when the package has uncommitted changes."""
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "autogluon_maya"], cwd=REPO,
-                               capture_output=True, text=True, check=True).stdout.strip()
-        return head + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main(argv=None) -> int:
     from autogluon_maya.common.protocol import default_datasets_dir
 
@@ -468,7 +447,7 @@ def main(argv=None) -> int:
             else:
                 os.environ["AUTOGLUON_MAYA_CACHE"] = cache_before
     info = {"command": "python examples/benchmarks/tabswift_vs_ta.py " + " ".join(sys.argv[1:]),
-            "package_commit": _commit(),
+            **code_version(),
             "weights": f"shipped {SHIPPED_CHECKPOINT.name}, exported with binary_only=True",
             "export": {"config": report.config, "class_encoding": report.class_encoding,
                        "class_line_max_error": report.class_line_max_error,

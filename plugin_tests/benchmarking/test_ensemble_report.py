@@ -198,6 +198,49 @@ def _fake_fit(errors: dict, calls: list, fail: set = frozenset()):
     return run_child
 
 
+
+def test_a_candidate_entry_changes_ours_only(bench):
+    """``--ours-add``: a config is merged into the preset's (its fit order and stacking flags stay unless it
+    names them); a list replaces the preset's entry; gbdt and ag_dl do not change."""
+    plain = {c: bench.config_hyperparameters(c, "light", False) for c in bench.CONFIGS}
+    add = {"MAYA": {"ag_args_fit": {"max_time_limit_ratio": 0.5}},
+           "TABSWIFT": [{"fine_tune": "auto", "ag_args": {"name_suffix": "_ft", "priority": 10}}]}
+    hp = {c: bench.config_hyperparameters(c, "light", False, add) for c in bench.CONFIGS}
+    assert hp["ours"]["MAYA"] == {**plain["ours"]["MAYA"], "ag_args_fit": {"max_time_limit_ratio": 0.5}}
+    assert hp["ours"]["MAYA"]["ag_args"] == plain["ours"]["MAYA"]["ag_args"]  # the priority stays
+    assert hp["ours"]["TABSWIFT"] == add["TABSWIFT"]
+    assert hp["gbdt"] == plain["gbdt"] and hp["ag_dl"] == plain["ag_dl"]
+    hp["ours"]["TABSWIFT"][0]["fine_tune"] = False  # the caller's dict is not shared
+    assert add["TABSWIFT"][0]["fine_tune"] == "auto"
+
+
+def test_a_candidate_run_has_ours_rows_of_its_own_and_shares_the_others(bench, tmp_path, monkeypatch):
+    """Rows written before the setting existed count as fits without a candidate; a candidate refits ours only,
+    its child gets the entries, and its report sets the candidate's ours beside the shared gbdt fit."""
+    data = _datasets(tmp_path, ["d1"])
+    monkeypatch.setattr(bench, "code_version", lambda out: {"commit": "c", "code_commit": "c", "package_commit": "c"})
+    out = tmp_path / "out"
+    argv = ["--data-dir", data, "--datasets", "d1", "--configs", "gbdt,ours", "--time-limit", "60", "--out", str(out)]
+    calls, specs = [], []
+    fake = _fake_fit({("d1", "gbdt"): 0.2, ("d1", "ours"): 0.1}, calls)
+    monkeypatch.setattr(bench, "run_child", lambda spec, log: specs.append(spec) or fake(spec, log))
+    bench.main(argv)
+    old = [{k: v for k, v in r.items() if k != "ours_add"} for r in bench.read_rows(out)]  # before the setting
+    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in old))
+    calls.clear()
+    bench.main(argv)
+    assert calls == []  # done: no candidate either way
+
+    add = {"MAYA": {"ag_args_fit": {"max_time_limit_ratio": 0.5}}}
+    fake = _fake_fit({("d1", "gbdt"): 0.2, ("d1", "ours"): 0.05}, calls)
+    bench.main(argv + ["--ours-add", json.dumps(add)])
+    assert calls == [("d1", "ours")]  # gbdt is shared
+    assert json.loads(specs[-1]["ours_add"]) == add and json.loads(bench.read_rows(out)[-1]["ours_add"]) == add
+    report = (out / "results.md").read_text()
+    assert "ours with the candidate entries" in report and "+75.00%" in report  # (0.2 - 0.05) / 0.2 vs gbdt
+    with pytest.raises(SystemExit):
+        bench.parse_args(argv + ["--ours-add", '["MAYA"]'])
+
 def _datasets(tmp_path, names):
     for n in names:
         (tmp_path / "data" / n).mkdir(parents=True)
@@ -328,9 +371,11 @@ def test_skipped_models_say_why(bench):
 
 
 def test_expected_model_names_follow_autogluon_naming(bench):
-    hp = {"GBM": {}, "MAYA": [{"ag_args": {"priority": 20}}, {"ag_args": {"name_suffix": "_d128"}}]}
+    hp = {"GBM": {}, "MAYA": [{"ag_args": {"priority": 20}}, {"ag_args": {"name_suffix": "_d128"}}],
+          "TABSWIFT": {"ag_args": {"valid_stacker": False}}, "CAT": {"ag_args": {"valid_base": False}}}
     assert bench.expected_models(hp, 1) == ["LightGBM_BAG_L1", "LightGBM_BAG_L2", "Maya_BAG_L1", "Maya_BAG_L2",
-                                            "Maya_d128_BAG_L1", "Maya_d128_BAG_L2"]
+                                            "Maya_d128_BAG_L1", "Maya_d128_BAG_L2", "TabSwift_BAG_L1",
+                                            "CatBoost_BAG_L2"]
 
 
 def test_configurations_share_the_trees(bench):
@@ -369,45 +414,48 @@ def test_versions_section_compares_each_package_version_with_the_one_before(benc
 
 
 def test_version_of_rows_without_a_package_commit(bench, tmp_path):
+    from autogluon_maya.benchmarking.provenance import git, package_commit
+
     assert bench.version_of({"package_commit": "ccc3333"}) == "ccc3333"
     # no repository to look the commit up in: the recorded code commit stands in
     assert bench.version_of({"commit": "ddd4444-dirty", "code_commit": "ddd4444"}) == "ddd4444"
     repo = Path(__file__).resolve().parents[2]
     if not (repo / ".git").exists():
         pytest.skip("not a git checkout")
-    head = bench._git(repo, "rev-parse", "--short", "HEAD")
-    assert bench.version_of({"commit": head + "-dirty"}, repo) == bench.package_commit(repo) + "-dirty"
+    head = git(repo, "rev-parse", "--short", "HEAD")
+    assert bench.version_of({"commit": head + "-dirty"}, repo) == package_commit(repo) + "-dirty"
 
 
-def test_package_version_is_dirty_only_when_the_package_changed(bench, tmp_path, monkeypatch):
-    """An edited doc marks the checkout dirty but not the package version; an edited module marks both."""
+def test_a_run_counts_its_own_out_folder_as_results_not_code(bench, tmp_path, monkeypatch):
+    """The script's code_version: rows written into ``--out`` inside the checkout leave the commit clean."""
+    repo = _git_repo(tmp_path)
+    monkeypatch.setattr(bench, "package_repo", lambda: repo)
+    out = repo / "runs" / "mine"
+    out.mkdir(parents=True)
+    (out / "results.jsonl").write_text("{}\n")
+    _commit_all(repo)
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    (out / "results.jsonl").write_text("{}\n{}\n")
+    assert bench.code_version(out)["commit"] == head
+    assert bench.code_version(repo / "elsewhere")["commit"] == head + "-dirty"
+
+
+def _commit_all(repo: Path) -> None:
+    for cmd in (["add", "-A"], ["commit", "-qm", "c"]):
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *cmd], check=True,
+                       capture_output=True)
+
+
+def _git_repo(tmp_path: Path) -> Path:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     repo = tmp_path / "repo"
     (repo / "autogluon_maya").mkdir(parents=True)
-    (repo / "docs").mkdir()
     (repo / "autogluon_maya" / "model.py").write_text("x = 1\n")
-    (repo / "docs" / "guide.md").write_text("guide\n")
-
-    def git(*cmd):
-        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *cmd], check=True,
-                       capture_output=True)
-
-    git("init", "-q")
-    git("add", "-A")
-    git("commit", "-qm", "first")
-    monkeypatch.setattr(bench, "package_repo", lambda: repo)
-    head = bench._git(repo, "rev-parse", "--short", "HEAD")
-    clean = bench.code_version(tmp_path / "out")
-    assert clean["commit"] == head and clean["package_commit"] == head
-
-    (repo / "docs" / "guide.md").write_text("guide, edited\n")
-    doc_edit = bench.code_version(tmp_path / "out")
-    assert doc_edit["commit"] == head + "-dirty" and doc_edit["package_commit"] == head
-
-    (repo / "autogluon_maya" / "model.py").write_text("x = 2\n")
-    module_edit = bench.code_version(tmp_path / "out")
-    assert module_edit["package_commit"] == head + "-dirty"
+    subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True, capture_output=True)
+    _commit_all(repo)
+    return repo
 
 
 def test_neural_models_section_sets_each_neural_model_beside_the_best_tree_of_its_level(bench):

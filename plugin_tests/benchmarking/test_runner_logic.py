@@ -304,3 +304,33 @@ def test_report_when_every_fit_failed(tmp_path):
                                                   "time_limit": 300.0, "max_rows": None, "hyperparameters": {}})
     text = write_report(tmp_path)["results.md"].read_text()
     assert "0 ok, 2 failed" in text and "FileNotFoundError: no such dataset" in text, text
+
+
+def test_a_failed_fit_is_a_row_with_its_reason_and_the_code_version(tmp_path):
+    """A fit that cannot run (here: no such table) becomes a recorded failure, not the end of the run, and
+    every row says which package version ran it; the next run resumes past it."""
+    from autogluon_maya.benchmarking.provenance import code_version
+    from autogluon_maya.benchmarking.runner import run_benchmark
+
+    results = tmp_path / "results.jsonl"
+    tasks = [Task("no_such_table", "GBM", 0, 10.0)]
+    rows = run_benchmark(tasks, tmp_path / "data", results, num_cpus=1, log=lambda _: None)
+    assert len(rows) == 1 and rows[0]["status"].startswith("error:")
+    assert "no_such_table" in rows[0]["status"] + rows[0].get("traceback", "")
+    assert rows[0]["package_commit"] == code_version()["package_commit"]
+    assert read_results(results)[0]["package_commit"] == rows[0]["package_commit"]
+    assert run_benchmark(tasks, tmp_path / "data", results, num_cpus=1, log=lambda _: None) == []
+
+
+def test_prediction_scores_by_hand():
+    from autogluon_maya.benchmarking.p1 import prediction_scores
+
+    y = pd.Series(["a", "b", "b", "a"])
+    proba = pd.DataFrame({"a": [0.9, 0.4, 0.2, 0.3], "b": [0.1, 0.6, 0.8, 0.7]})
+    # predictions a, b, b, b: 3 of 4 right; AUC of "b": b-scores 0.6, 0.8 against a-scores 0.1, 0.7 -> 3 of 4 pairs
+    out = prediction_scores("binary", y, ["a", "b", "b", "b"], proba, positive_class="b")
+    assert out == {"accuracy": 0.75, "roc_auc": pytest.approx(0.75)}
+    # multiclass ignores the positive class: the mean of the per-class AUCs (here both 0.75)
+    assert prediction_scores("multiclass", y, ["a", "b", "b", "b"], proba, positive_class="b")["roc_auc"] == \
+        pytest.approx(0.75)
+    assert prediction_scores("regression", [1.0, 2.0, 3.0], [1.0, 2.0, 5.0]) == {"rmse": pytest.approx((4 / 3) ** 0.5)}

@@ -9,7 +9,7 @@ import pytest
 import torch
 from sklearn.preprocessing import QuantileTransformer
 
-from autogluon_maya.common.preprocessing import NUMERIC_TRANSFORMS, TabularEncoder, TargetScaler
+from autogluon_maya.common.preprocessing import NUMERIC_TRANSFORMS, TabularEncoder, TargetScaler, numeric_width
 from autogluon_maya.common.training import BestCheckpoint, batch_slices, torch_threads
 from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
 
@@ -323,3 +323,13 @@ def test_torch_threads_restores_thread_count():
     with torch_threads(None):
         assert torch.get_num_threads() == 2
     assert torch.get_num_threads() == 2
+
+
+def test_numeric_width_is_the_encoders_numeric_input_count():
+    """What a memory estimate counts without fitting the encoder: NaN and +-inf both make a missing indicator."""
+    X = pd.DataFrame({"clean": np.arange(6.0), "nan": [1.0, np.nan, 3.0, 4.0, 5.0, 6.0],
+                      "inf": [1.0, 2.0, np.inf, 4.0, 5.0, 6.0], "neg_inf": [-np.inf, 2.0, 3.0, 4.0, 5.0, 6.0],
+                      "cat": pd.Categorical(list("abcabc"))})
+    enc = TabularEncoder().fit(X)
+    assert numeric_width(X) == enc.n_num == 4 + 3
+    assert numeric_width(X[["cat"]]) == 0

@@ -263,3 +263,19 @@ def test_a_network_without_bins_takes_the_linear_token_only_where_piecewise_is_t
     assert isinstance(built.tokenizer.num_embedding, PiecewiseLinearEmbeddings)
     with pytest.raises(ValueError, match="needs the training rows' bin edges"):
         MayaNetwork(N_NUM, [], 2, "class", 2, num_embeddings="piecewise")
+
+
+def test_memory_estimate_counts_an_inf_column_as_one_with_a_missing_indicator():
+    """The embedding's term of the estimate uses the encoder's numeric width: +-inf is missing there as NaN is."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(2000, 10)), columns=[f"x{i}" for i in range(10)])
+    with_inf, with_nan = X.copy(), X.copy()
+    with_inf.iloc[0] = np.inf
+    with_nan.iloc[0] = np.nan
+
+    def estimate(frame, option="piecewise"):
+        return MayaModel._estimate_memory_usage_static(X=frame, hyperparameters={"num_embeddings": option},
+                                                       problem_type="binary", num_classes=2)
+
+    assert estimate(with_inf) == estimate(with_nan) > estimate(X)
+    assert estimate(with_inf, None) == estimate(X, None)  # the linear token has no such term

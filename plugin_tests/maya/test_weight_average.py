@@ -38,6 +38,23 @@ def test_the_average_follows_the_warmed_up_decay():
     assert not torch.allclose(avg.model.module.weight, net.weight)
 
 
+def test_float_buffers_are_averaged_and_masks_keep_their_first_copy():
+    """The average covers float buffers as well as parameters; a bool mask (a piecewise-linear embedding's) is a
+    constant of the fit: lerp cannot take it, and the average keeps the copy of the first update."""
+    net = nn.Linear(2, 1)
+    net.register_buffer("scale", torch.zeros(3))
+    net.register_buffer("mask", torch.tensor([True, False, True]))
+    avg = WeightAverage(net, horizon_epochs=1.0, steps_per_epoch=1)  # decay 0: the average is the last update
+    avg.update(net)
+    with torch.no_grad():
+        net.scale.fill_(2.0)
+        net.mask.fill_(False)  # not something a fit does: shows the mask is not averaged
+    avg.update(net)
+    # warm-up decay at t=1: min(0, 2/11) = 0 -> the float buffer follows the live one exactly
+    torch.testing.assert_close(avg.model.module.scale, torch.full((3,), 2.0))
+    assert avg.model.module.mask.tolist() == [True, False, True]
+
+
 def test_swapping_in_the_average_puts_the_training_weights_back():
     net = nn.Linear(3, 2)
     avg = WeightAverage(net, 1.0, 10)

@@ -16,7 +16,7 @@ from autogluon_maya import TabSwiftModel
 from autogluon_maya.tabswift.defaults import DEFAULT_PARAMS, SHIPPED_CHECKPOINT
 from autogluon_maya.tabswift.ensemble import TabSwiftEnsemble
 from autogluon_maya.tabswift.finetune import AUTO_MARGIN, auto_rule, fine_tune_auto
-from autogluon_maya.tabswift.model import AUTO_CHOICES, FINE_TUNE_CHOICE_KEY
+from autogluon_maya.tabswift.model import AUTO_CHOICES, FINE_TUNE_CHOICE_KEY, replay_steps
 from autogluon_maya.tabswift.network import REGRESSION
 from autogluon_maya.tabswift.weights import load_checkpoint
 from plugin_tests.resources import fit_on_cores
@@ -204,6 +204,25 @@ def test_the_whole_ensemble_decides_when_fine_tuning_validated_with_fewer_member
 
 
 # ---- refits repeat the decision ------------------------------------------------------------------------
+
+def test_a_bags_refit_replays_the_mean_step_count_of_the_folds_that_fine_tuned():
+    """Five folds, three fine-tuned (300, 100, 200 steps), two kept zero-shot: AutoGluon compresses their records
+    into one (a rounded mean of the step counts, zero-shot folds as 0: 120); the refit runs the mean over the
+    three folds that fine-tuned (200), not 120."""
+    from autogluon.core.models import BaggedEnsembleModel
+
+    records = []
+    for kept, steps in [(True, 300), (False, 0), (True, 100), (False, 0), (True, 200)]:
+        fold = TabSwiftModel()
+        fold.params_trained = {}
+        fold._record_auto({"fine_tune_steps": 400}, kept, steps)
+        records.append(fold.params_trained)
+    compressed = BaggedEnsembleModel._get_compressed_params(None, model_params_list=records)
+    assert compressed["fine_tune"] is True and compressed["fine_tune_steps"] == 120
+    assert replay_steps(compressed) == 200
+    assert replay_steps({"fine_tune_steps": 37, "fine_tune_share": 1.0}) == 37  # one model's own record
+    assert replay_steps({"fine_tune_steps": 37}) == 37  # a user's explicit count
+
 
 def test_refit_of_a_bag_repeats_the_folds_fine_tuning(tmp_path):
     """The folds have validation rows and fine-tune; the all-rows refit has none, where "auto" alone would

@@ -219,6 +219,32 @@ def test_memory_estimate_follows_the_checkpoint_and_fine_tuning(tmp_path, monkey
     assert est(hp={"fine_tune": "auto"}, X_val=X.iloc[:100]) == est(hp={"fine_tune": True})
 
 
+def test_memory_estimate_of_auto_counts_released_weights_waiting_in_the_hub_cache(tmp_path, monkeypatch):
+    """checkpoint_path="auto" with the released swift.ckpt in the local Hugging Face hub cache (not converted yet):
+    the fit will convert and load the released network, so the estimate is the released size, not the shipped."""
+    from huggingface_hub import constants
+
+    from autogluon_maya.tabswift.hub import FILENAME, REPO_ID
+
+    monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "empty_cache"))
+    monkeypatch.delenv("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", raising=False)
+    hub_cache = tmp_path / "hf"
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub_cache))
+    X = pd.DataFrame(np.zeros((2_000, 10)))
+
+    def est(path):
+        return TabSwiftModel._estimate_memory_usage_static(
+            X=X, hyperparameters={"fine_tune": False, "checkpoint_path": path}, num_classes=2)
+
+    assert est("auto") == est("shipped")  # nothing cached: "auto" falls back to the shipped network
+    repo = hub_cache / ("models--" + REPO_ID.replace("/", "--"))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    (repo / "snapshots" / ("0" * 40) / FILENAME).write_bytes(b"not read by the estimate")
+    assert est("auto") == est("hub") > est("shipped")
+
+
 @lru_cache(maxsize=None)
 def _fit_memory(rows: int) -> dict:
     """Peak memory of a default fit (8 members) on ``rows`` rows of 10 features and a 60-row prediction, and the
@@ -238,9 +264,11 @@ def test_memory_estimate_is_within_2x_of_the_measured_peak(rows):
     assert r["proba"].shape == (60,) and np.isfinite(r["proba"]).all()
 
 
-def test_fine_tuning_without_validation_replays_the_step_count(tmp_path):
-    """The refit_full / refit_folds path: no validation rows, so exactly ``fine_tune_steps`` steps run
-    and the tuned weights are kept (this path once crashed calling a missing score function)."""
+@pytest.mark.parametrize("share, replayed", [(None, 3), (0.5, 6)])
+def test_fine_tuning_without_validation_replays_the_step_count(tmp_path, share, replayed):
+    """The refit_full / refit_folds path: no validation rows, so the recorded step count runs and the tuned
+    weights are kept (this path once crashed calling a missing score function).  A bag's record, where half
+    the folds fine-tuned (``fine_tune_share`` 0.5), averages 3 steps over all folds: 6 over those that did."""
     import torch
 
     from autogluon_maya.tabswift.weights import load_checkpoint
@@ -248,9 +276,9 @@ def test_fine_tuning_without_validation_replays_the_step_count(tmp_path):
     data = _frame(200, seed=6)
     model = TabSwiftModel(path=str(tmp_path / "m"), name="ts", problem_type="binary", eval_metric="accuracy",
                           hyperparameters={**FAST, "fine_tune": True, "fine_tune_steps": 3, "fine_tune_rows": 64,
-                                           "fine_tune_schedule_steps": 30})
+                                           "fine_tune_schedule_steps": 30, "fine_tune_share": share})
     model.fit(X=data.drop(columns="y"), y=data["y"])
-    assert model._fit_summary["fine_tune_steps"] == 3 and model._fit_summary["best_step"] == 3
+    assert model._fit_summary["fine_tune_steps"] == replayed and model._fit_summary["best_step"] == replayed
     pretrained = load_checkpoint(SHIPPED_CHECKPOINT).state_dict()
     tuned = model.model.network.state_dict()
     assert any(not torch.equal(pretrained[k], tuned[k].cpu()) for k in pretrained)

@@ -213,21 +213,23 @@ def mixed_ensemble() -> str:
                     "llrrrl")
 
 
-def ensemble_ours(folder: str, candidate: Optional[bool] = None) -> Dict[str, dict]:
+def ensemble_ours(folder: str, candidate: Optional[bool] = None, seed: Optional[int] = None) -> Dict[str, dict]:
     """The latest ok ``ours`` row per dataset of an ensemble-benchmark folder, in dataset order; ``candidate``:
-    only the rows with (True) or without (False) ``--ours-add`` entries, None: all."""
+    only the rows with (True) or without (False) ``--ours-add`` entries, None: all; ``seed``: only that split
+    seed's rows, None: all."""
     return {r["dataset"]: r for r in rows(folder) if r.get("config") == "ours"
-            and (candidate is None or bool(r.get("ours_add")) == candidate)}
+            and (candidate is None or bool(r.get("ours_add")) == candidate)
+            and (seed is None or int(r.get("seed", 0)) == seed)}
 
 
-def ensemble_pair(base_folder: str, other_folder: str, candidate: bool = False) -> str:
+def ensemble_pair(base_folder: str, other_folder: str, candidate: bool = False, seed: Optional[int] = None) -> str:
     """``ours`` of two ensemble-benchmark folders side by side, per dataset (first -> second): the final
     model's validation and test score, the L1 TabSwift's validation score, the L1 MAYA's validation score and
     the seconds AutoGluon allotted it, and the final model's weight on the neural models.  ``candidate``: the
     second is the ``--ours-add`` rows of ``other_folder`` (which may be ``base_folder``), the first its rows
-    without."""
-    base = ensemble_ours(base_folder, False if candidate else None)
-    other = ensemble_ours(other_folder, True if candidate else None)
+    without; ``seed``: one split seed's rows."""
+    base = ensemble_ours(base_folder, False if candidate else None, seed)
+    other = ensemble_ours(other_folder, True if candidate else None, seed)
 
     def model(r: dict, name: str, key: str) -> Optional[float]:
         m = r["models"].get(name)
@@ -555,7 +557,7 @@ def exp_light_ft() -> str:
 
 @table("exp-fair-share")
 def exp_fair_share() -> str:
-    return ensemble_pair("ensemble_600s_fair_share", "ensemble_600s_fair_share", candidate=True)
+    return ensemble_pair("ensemble_600s_fair_share", "ensemble_600s_fair_share", candidate=True, seed=0)
 
 
 @table("exp-ensemble-repeat")

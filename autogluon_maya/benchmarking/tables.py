@@ -375,6 +375,18 @@ def _latest(folder: str, dataset: str, model: str) -> Dict[int, dict]:
     return {s: r for (d, s, m), r in latest_rows(folder).items() if d == dataset and m == model}
 
 
+def _seed_means(folder: str, dataset: str, models: Sequence[str]):
+    """The latest ok row per split seed of each of ``models`` on ``dataset``, the seeds every model has, and a
+    ``mean(model, field)`` over those seeds (``field``: a function of a row)."""
+    recs = {m: _latest(folder, dataset, m) for m in models}
+    common = sorted(set.intersection(*(set(v) for v in recs.values())))
+
+    def mean(m: str, f: Callable[[dict], float]) -> float:
+        return sum(f(recs[m][s]) for s in common) / len(common)
+
+    return recs, common, mean
+
+
 AUTO_VARIANTS = (("TABSWIFT@auto", '`"auto"`, 100 steps'), ("TABSWIFT@steps400", '`"auto"`, 400 steps'))
 
 
@@ -388,11 +400,9 @@ def tabswift_fine_tune_auto() -> str:
     variants = [(m, label) for m, label in AUTO_VARIANTS if any(r["model"] == m for r in rows(SINGLE))]
     wins, worst, body = {m: 0 for m, _ in variants}, {m: [] for m, _ in variants}, []
     for d in TABLES12:
-        recs = {m: _latest(SINGLE, d, m) for m in base + tuple(m for m, _ in variants)}
-        common = sorted(set.intersection(*(set(v) for v in recs.values())))
+        recs, common, mean = _seed_means(SINGLE, d, base + tuple(m for m, _ in variants))
         if not common:
             continue
-        mean = lambda m, f: sum(f(recs[m][s]) for s in common) / len(common)  # noqa: E731
         regression = recs["GBM"][common[0]]["task"] == "regression"
         val = lambda r: float(r["val_score"])  # noqa: E731  (the runner stores RMSE, not its negative)
         test = {m: mean(m, score) for m in recs}
@@ -435,12 +445,10 @@ def maya_alone_300s() -> str:
     models = [m for m, _ in ALONE]
     body, rank_sum, wins = [], {m: 0.0 for m in models}, 0
     for d in TABLES12:
-        recs = {m: _latest(SINGLE, d, m) for m in models}
-        common = sorted(set.intersection(*(set(v) for v in recs.values())))
+        recs, common, mean = _seed_means(SINGLE, d, models)
         if not common:
             continue
         regression = recs["GBM"][common[0]]["task"] == "regression"
-        mean = lambda m, f: sum(f(recs[m][s]) for s in common) / len(common)  # noqa: E731
         test = {m: mean(m, score) for m in models}
         best = (min if regression else max)(test.values())
         for m in models:

@@ -75,20 +75,29 @@ def test_each_call_returns_an_independent_deep_copy(preset):
     assert fresh == hyperparameters(preset) == PRESETS[preset]
 
 
-@pytest.mark.parametrize("preset", sorted(PRESETS))
-def test_gbdts_are_fitted_before_tabswift_and_maya(preset):
-    """AutoGluon fits higher priorities first; MAYA last, so a tight time limit goes to the GBDTs first."""
+def _priorities(hp, key):
     from autogluon.tabular.registry import ag_model_registry
 
-    classes = ag_model_registry.key_to_cls_map()
-    hp = hyperparameters(preset)
+    cls = ag_model_registry.key_to_cls(key)
+    return [c.get("ag_args", {}).get("priority", cls.ag_priority) for c in _configs(hp[key])]
 
-    def priorities(key):
-        return [c.get("ag_args", {}).get("priority", classes[key].ag_priority) for c in _configs(hp[key])]
 
-    gbdt = [p for key in ("GBM", "CAT", "XGB") if key in hp for p in priorities(key)]
-    assert max(priorities("TABSWIFT")) < min(gbdt)
-    assert max(priorities("MAYA")) < min(priorities("TABSWIFT"))
+def test_best_fits_the_gbdts_before_tabswift_and_maya():
+    """AutoGluon fits higher priorities first; MAYA last, so a tight time limit goes to the GBDTs first."""
+    hp = hyperparameters("best")
+    gbdt = [p for key in ("GBM", "CAT", "XGB") for p in _priorities(hp, key)]
+    assert max(_priorities(hp, "TABSWIFT")) < min(gbdt)
+    assert max(_priorities(hp, "MAYA")) < min(_priorities(hp, "TABSWIFT"))
+
+
+def test_light_gives_maya_a_fair_share_of_level_one():
+    """MAYA right after LightGBM and before CatBoost (and XGBoost, which a user may add), with at most half of the
+    time left then, so neither the trees nor MAYA can take all of level 1; TabSwift after every tree."""
+    hp = hyperparameters("light")
+    (maya,) = _priorities(hp, "MAYA")
+    assert min(_priorities(hp, "GBM")) > maya > max(_priorities(hp, "CAT") + _priorities({"XGB": {}}, "XGB"))
+    assert hp["MAYA"]["ag_args_fit"] == {"max_time_limit_ratio": 0.5}
+    assert max(_priorities(hp, "TABSWIFT")) < min(_priorities(hp, "CAT") + _priorities({"XGB": {}}, "XGB"))
 
 
 def test_light_stacks_maya_but_not_tabswift():

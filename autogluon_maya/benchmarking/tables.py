@@ -222,14 +222,19 @@ def ensemble_ours(folder: str, candidate: Optional[bool] = None, seed: Optional[
             and (seed is None or int(r.get("seed", 0)) == seed)}
 
 
-def ensemble_pair(base_folder: str, other_folder: str, candidate: bool = False, seed: Optional[int] = None) -> str:
+def ensemble_pair(base_folder: str, other_folder: str, candidate: bool = False,
+                  seeds: Optional[Sequence[int]] = None) -> str:
     """``ours`` of two ensemble-benchmark folders side by side, per dataset (first -> second): the final
     model's validation and test score, the L1 TabSwift's validation score, the L1 MAYA's validation score and
     the seconds AutoGluon allotted it, and the final model's weight on the neural models.  ``candidate``: the
     second is the ``--ours-add`` rows of ``other_folder`` (which may be ``base_folder``), the first its rows
-    without; ``seed``: one split seed's rows."""
-    base = ensemble_ours(base_folder, False if candidate else None, seed)
-    other = ensemble_ours(other_folder, True if candidate else None, seed)
+    without; ``seeds``: one row per (dataset, split seed) of these seeds, the seed named in the row; None: the
+    latest row per dataset."""
+    base, other = {}, {}
+    for seed in seeds or [None]:
+        label = (lambda d: d) if seed is None or len(seeds) == 1 else (lambda d, s=seed: f"{d}, seed {s}")
+        base.update({label(d): r for d, r in ensemble_ours(base_folder, False if candidate else None, seed).items()})
+        other.update({label(d): r for d, r in ensemble_ours(other_folder, True if candidate else None, seed).items()})
 
     def model(r: dict, name: str, key: str) -> Optional[float]:
         m = r["models"].get(name)
@@ -565,7 +570,7 @@ def exp_light_ft() -> str:
 
 @table("exp-fair-share")
 def exp_fair_share() -> str:
-    return ensemble_pair("ensemble_600s_fair_share", "ensemble_600s_fair_share", candidate=True, seed=0)
+    return ensemble_pair("ensemble_600s_fair_share", "ensemble_600s_fair_share", candidate=True, seeds=(0, 1))
 
 
 @table("exp-ensemble-repeat")

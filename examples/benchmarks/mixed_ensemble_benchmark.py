@@ -20,9 +20,9 @@ and picks the final model.
 - ``ours``:  the same trees + MAYA + TabSwift as ``autogluon_maya.hyperparameters(--preset)`` gives them
   (``light``: the preset for CPUs), i.e. the preset plus XGB (``examples/stack_with_gbdts.portfolio``);
 - ``ag_dl``: the same trees + TabM + RealMLP, AutoGluon's own CPU-capable deep models at their defaults
-  (``pip install "autogluon_maya[bench]"`` brings pytabkit).  They get the preset's fit order of the neural
-  models (TabM at TabSwift's ``priority``, RealMLP at MAYA's): trees first in all three configurations,
-  so a tight budget costs every configuration its neural models before its trees.
+  (``pip install "autogluon_maya[bench]"`` brings pytabkit).  They get the preset's schedule of the neural
+  models (TabM TabSwift's ``priority``, RealMLP MAYA's ``priority`` and ``ag_args_fit``, e.g. its share of the
+  time left), so that ``ours`` and ``ag_dl`` differ in their models, not in when and how long they run.
 
 Rows written by an earlier version of this script under the name ``mixed`` are read as ``ours``.
 
@@ -93,8 +93,6 @@ def config_hyperparameters(config: str, preset: str, smoke: bool, ours_add: dict
     (:func:`_candidate_entry` says how each entry meets the preset's)."""
     from stack_with_gbdts import portfolio
 
-    from autogluon_maya.portfolio import MAYA_PRIORITY, TABSWIFT_PRIORITY
-
     hp = portfolio(preset, smoke=smoke)  # the preset + XGB (+ tiny sizes with smoke)
     trees = {k: v for k, v in hp.items() if k in GBDT_KEYS}
     if config == "gbdt":
@@ -102,13 +100,23 @@ def config_hyperparameters(config: str, preset: str, smoke: bool, ours_add: dict
     if config == "ours":
         return {**hp, **{key: _candidate_entry(hp.get(key), entry) for key, entry in (ours_add or {}).items()}}
     if config == "ag_dl":
-        dl = {"TABM": {"ag_args": {"priority": TABSWIFT_PRIORITY}},
-              "REALMLP": {"ag_args": {"priority": MAYA_PRIORITY}}}
+        dl = {"TABM": _schedule_of(hp["TABSWIFT"]), "REALMLP": _schedule_of(hp["MAYA"])}
         if smoke:
             for key, override in AG_DL_SMOKE.items():
                 dl[key].update(override)
         return {**trees, **dl}
     raise ValueError(f"unknown config {config!r}; choose from {', '.join(CONFIGS)}")
+
+
+def _schedule_of(entry) -> dict:
+    """The fit order and time share of a preset entry (its first config's ``ag_args.priority`` and
+    ``ag_args_fit``), which ``ag_dl`` gives its counterpart model, so that the two neural configurations are
+    scheduled alike and differ in their models only."""
+    first = entry[0] if isinstance(entry, list) else entry
+    out = {"ag_args": {"priority": first["ag_args"]["priority"]}}
+    if first.get("ag_args_fit"):
+        out["ag_args_fit"] = dict(first["ag_args_fit"])
+    return out
 
 
 def _candidate_entry(preset_entry, entry):

@@ -384,8 +384,11 @@ def test_configurations_share_the_trees(bench):
     assert set(hp["gbdt"]) == {"GBM", "CAT", "XGB"}
     assert {k: hp["ours"][k] for k in trees} == trees and {"MAYA", "TABSWIFT"} <= set(hp["ours"])
     assert {k: hp["ag_dl"][k] for k in trees} == trees and set(hp["ag_dl"]) - set(trees) == {"TABM", "REALMLP"}
-    # neural models after the trees in both neural configurations (AutoGluon fits higher priority first)
+    # the two neural configurations are scheduled alike: TabM as TabSwift, RealMLP as MAYA (order and share)
     assert hp["ag_dl"]["TABM"]["ag_args"]["priority"] == hp["ours"]["TABSWIFT"]["ag_args"]["priority"] < 40
+    assert hp["ag_dl"]["REALMLP"]["ag_args"]["priority"] == hp["ours"]["MAYA"]["ag_args"]["priority"]
+    assert hp["ag_dl"]["REALMLP"]["ag_args_fit"] == hp["ours"]["MAYA"]["ag_args_fit"]
+    assert "ag_args_fit" not in hp["ag_dl"]["TABM"]
 
 
 def _ours_row(dataset, version, val, test, metric="accuracy", **extra):

@@ -23,7 +23,7 @@ from typing import Any, Dict, Optional
 __all__ = ["hyperparameters", "PRESETS", "preset_doc", "MAYA_PRIORITY", "TABSWIFT_PRIORITY", "MAYA_SHARE_PRIORITY",
            "MAYA_SHARE_RATIO"]
 
-# Fit order (AutoGluon fits higher ``priority`` first; built-in GBM 90, CAT 70, XGB 40, and the class
+# Fit order of "best" (AutoGluon fits higher ``priority`` first; built-in GBM 90, CAT 70, XGB 40, and the class
 # defaults MAYA 70, TABSWIFT 65): the GBDTs first, then TabSwift (seconds), then MAYA, which takes what is
 # left of the level's time.  Measured reason: in a 60 s, 1-core, 5-fold bagged fit of "light" + XGB on
 # qsar_biodeg with the class priorities, MAYA was fitted second and used the time that CatBoost, TabSwift

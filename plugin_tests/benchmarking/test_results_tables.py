@@ -36,3 +36,27 @@ def test_an_unknown_table_name_is_named():
     assert tables.differences("<!-- table:no-such-table -->\nx\n<!-- /table -->\n") == ["no-such-table"]
     with pytest.raises(KeyError, match="no-such-table"):
         tables.render("<!-- table:no-such-table -->\nx\n<!-- /table -->\n")
+
+
+def test_a_candidate_pair_names_each_seed_and_pairs_rows_of_the_same_seed(tmp_path, monkeypatch):
+    """``ensemble_pair(..., seeds=(0, 1))`` gives one row per (dataset, seed), each comparing the shipped and the
+    candidate fit of that seed; with one seed the rows are named by dataset alone."""
+    import json
+
+    def row(seed, candidate, val):
+        return {"dataset": "letter", "config": "ours", "status": "ok", "seed": seed, "task": "multiclass",
+                "ours_add": '{"MAYA": {}}' if candidate else None, "val_score": val, "test_score": val - 0.01,
+                "neural_weight": 0.5, "models": {"Maya_BAG_L1": {"val": val, "allotted_s": 100.0}}}
+
+    (tmp_path / "f").mkdir()
+    (tmp_path / "f" / "results.jsonl").write_text("\n".join(json.dumps(r) for r in [
+        row(0, False, 0.91), row(0, True, 0.92), row(1, True, 0.94), row(1, False, 0.93)]))
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    tables.rows.cache_clear()
+    try:
+        both = tables.ensemble_pair("f", "f", candidate=True, seeds=(0, 1))
+        one = tables.ensemble_pair("f", "f", candidate=True, seeds=(1,))
+    finally:
+        tables.rows.cache_clear()
+    assert "| letter, seed 0 | 0.9100 → 0.9200 |" in both and "| letter, seed 1 | 0.9300 → 0.9400 |" in both
+    assert "| letter | 0.9300 → 0.9400 |" in one and "seed" not in one.split("\n", 2)[2]

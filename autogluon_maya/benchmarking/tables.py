@@ -563,6 +563,21 @@ def maya_tabm_scaling_test() -> str:
     return _settings_table("maya_tabm_and_scaling", TABM_SCALING, "test")
 
 
+# ---- MAYA: more patience, and the weight average for regression (docs/maya.md) -----------------------------
+PATIENCE = (("MAYA@again", "default (`patience=16`)"), ("MAYA@p32", "`patience=32`"))
+EMA_REGRESSION = (("MAYA@again", "default (`ema_epochs=5`)"), ("MAYA@noema", "`ema_epochs=None`"))
+
+
+@table("maya-patience-val")
+def maya_patience_val() -> str:
+    return _settings_table("maya_patience_and_ema", PATIENCE, "val_score", "the default")
+
+
+@table("maya-ema-regression-val")
+def maya_ema_regression_val() -> str:
+    return _settings_table("maya_patience_and_ema", EMA_REGRESSION, "val_score", "the default")
+
+
 @table("exp-light-ft")
 def exp_light_ft() -> str:
     return ensemble_pair("ensemble_600s", "ensemble_600s_light_ft")

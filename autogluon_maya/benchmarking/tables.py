@@ -214,12 +214,8 @@ def mixed_ensemble() -> str:
 
 
 def ensemble_ours(folder: str, candidate: Optional[bool] = None, seed: Optional[int] = None) -> Dict[str, dict]:
-    """The latest ok ``ours`` row per dataset of an ensemble-benchmark folder, in dataset order; ``candidate``:
-    only the rows with (True) or without (False) ``--ours-add`` entries, None: all; ``seed``: only that split
-    seed's rows, None: all."""
-    return {r["dataset"]: r for r in rows(folder) if r.get("config") == "ours"
-            and (candidate is None or bool(r.get("ours_add")) == candidate)
-            and (seed is None or int(r.get("seed", 0)) == seed)}
+    """The latest ok ``ours`` row per dataset of an ensemble-benchmark folder (:func:`ensemble_latest`)."""
+    return {d: r for (d, config), r in ensemble_latest(folder, candidate, seed).items() if config == "ours"}
 
 
 def ensemble_pair(base_folder: str, other_folder: str, candidate: bool = False,
@@ -267,9 +263,13 @@ LEVEL1 = (("MAYA", "ours", "Maya_BAG_L1"), ("TabSwift", "ours", "TabSwift_BAG_L1
           ("LightGBM", "gbdt", "LightGBM_BAG_L1"))
 
 
-def ensemble_latest(folder: str) -> Dict[tuple, dict]:
-    """The latest ok row per (dataset, config) of an ensemble-benchmark folder, in dataset order."""
-    return {(r["dataset"], r["config"]): r for r in rows(folder)}
+def ensemble_latest(folder: str, candidate: Optional[bool] = None, seed: Optional[int] = None) -> Dict[tuple, dict]:
+    """The latest ok row per (dataset, config) of an ensemble-benchmark folder, in dataset order; ``candidate``:
+    only the rows with (True) or without (False) ``--ours-add`` entries, None: all; ``seed``: only that split
+    seed's rows, None: all."""
+    return {(r["dataset"], r["config"]): r for r in rows(folder)
+            if (candidate is None or bool(r.get("ours_add")) == candidate)
+            and (seed is None or int(r.get("seed", 0)) == seed)}
 
 
 def _error(r: dict, score: float) -> float:

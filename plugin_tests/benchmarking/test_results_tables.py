@@ -60,3 +60,40 @@ def test_a_candidate_pair_names_each_seed_and_pairs_rows_of_the_same_seed(tmp_pa
         tables.rows.cache_clear()
     assert "| letter, seed 0 | 0.9100 → 0.9200 |" in both and "| letter, seed 1 | 0.9300 → 0.9400 |" in both
     assert "| letter | 0.9300 → 0.9400 |" in one and "seed" not in one.split("\n", 2)[2]
+
+
+def _ensemble_folder(tmp_path, monkeypatch, scores):
+    """An ensemble-benchmark folder of ok rows: ``scores[(dataset, seed)] = {config: test accuracy}``."""
+    import json
+
+    lines = [json.dumps({"dataset": d, "seed": s, "config": c, "status": "ok", "task": "binary",
+                         "metric": "accuracy", "test_score": v, "ours_add": None})
+             for (d, s), by_config in scores.items() for c, v in by_config.items()]
+    (tmp_path / "two").mkdir()
+    (tmp_path / "two" / "results.jsonl").write_text("\n".join(lines))
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    tables.rows.cache_clear()
+
+
+def test_two_seed_tables_average_seeds_and_judge_targets_only_when_complete(tmp_path, monkeypatch):
+    """Errors .10 (trees) -> .08 (ours): +20 %; a pair missing a configuration is left out; the verdicts wait for
+    all 24 pairs, then say met or missed."""
+    scores = {("a", 0): {"gbdt": 0.90, "ours": 0.92, "ag_dl": 0.90},   # ours +20 %, ag_dl 0 %
+              ("a", 1): {"gbdt": 0.80, "ours": 0.78, "ag_dl": 0.84},   # ours -10 %, ag_dl +20 %
+              ("b", 0): {"gbdt": 0.50, "ours": 0.60}}                   # no ag_dl: not counted
+    _ensemble_folder(tmp_path, monkeypatch, scores)
+    try:
+        per_table = tables.ensemble_two_seeds("two")
+        targets = tables.ensemble_two_seeds_targets("two")
+        monkeypatch.setattr(tables, "TWO_SEED_PAIRS", 2)  # as if these two pairs were the whole benchmark
+        judged = tables.ensemble_two_seeds_targets("two")
+    finally:
+        tables.rows.cache_clear()
+    assert "| a, accuracy | 0, 1 | 0.8500 | 0.8500 | **0.8700** | +5.00 % | +10.00 % |" in per_table
+    assert "| b," not in per_table
+    ours = next(line for line in targets.splitlines() if line.startswith("| + MAYA + TabSwift vs trees"))
+    assert "1 of 2 (target ≥ 18: 2 of 24 pairs measured)" in ours and "+5.00 %" in ours
+    ours = next(line for line in judged.splitlines() if line.startswith("| + MAYA + TabSwift vs trees"))
+    assert "≥ 18: missed" in ours and "≥ +3.00 %: met" in ours and "+5.00 % (a) (target ≥ -3.00 %: met)" in ours
+    dl = next(line for line in judged.splitlines() if line.startswith("| + TabM + RealMLP vs trees"))
+    assert dl.startswith("| + TabM + RealMLP vs trees alone | 2 of 2 | +10.00 % |")  # a tie counts as at least as good

@@ -226,11 +226,12 @@ def ensemble_pair(base_folder: str, other_folder: str, candidate: bool = False,
     second is the ``--ours-add`` rows of ``other_folder`` (which may be ``base_folder``), the first its rows
     without; ``seeds``: one row per (dataset, split seed) of these seeds, the seed named in the row; None: the
     latest row per dataset."""
+    named = seeds is not None and len(seeds) > 1
     base, other = {}, {}
     for seed in seeds or [None]:
-        label = (lambda d: d) if seed is None or len(seeds) == 1 else (lambda d, s=seed: f"{d}, seed {s}")
-        base.update({label(d): r for d, r in ensemble_ours(base_folder, False if candidate else None, seed).items()})
-        other.update({label(d): r for d, r in ensemble_ours(other_folder, True if candidate else None, seed).items()})
+        for side, folder, is_candidate in ((base, base_folder, False), (other, other_folder, True)):
+            side.update({f"{d}, seed {seed}" if named else d: r for d, r in
+                         ensemble_ours(folder, is_candidate if candidate else None, seed).items()})
 
     def model(r: dict, name: str, key: str) -> Optional[float]:
         m = r["models"].get(name)
@@ -380,25 +381,31 @@ def ensemble_two_seeds_targets(folder: str = TWO_SEEDS) -> str:
     """Each comparison over the (table, seed) pairs measured: pairs at least as good, the mean relative error
     reduction, the worst table (mean over its seeds), and whether each target is met (only once all 24 pairs
     are measured; before that, the verdict says how many are)."""
+    from .ensemble import mean_finite
+
     fits = two_seed_fits(folder)
-    n = len(fits)
+    n, by_table = len(fits), _by_table(fits)
+
+    def judged(cell: str, want: Optional[str], ok: bool) -> str:
+        if want is None:
+            return cell
+        verdict = ("met" if ok else "missed") if n == TWO_SEED_PAIRS else f"{n} of {TWO_SEED_PAIRS} pairs measured"
+        return f"{cell} (target ≥ {want}: {verdict})"
+
     body = []
     for label, a, b, min_pairs, min_mean, min_table in TWO_SEED_TARGETS:
         rers = [_rer(f[a], f[b]) for f in fits.values()]
         at_least = sum(r >= 0 for r in rers)
-        per_table = {d: sum(_rer(f[a], f[b]) for f in fs) / len(fs) for d, fs in _by_table(fits).items()}
+        mean = mean_finite(rers)[0]
+        per_table = {d: sum(_rer(f[a], f[b]) for f in fs) / len(fs) for d, fs in by_table.items()}
         worst = min(per_table, key=per_table.get)
-        mean = sum(rers) / n
-
-        def verdict(ok: bool) -> str:
-            return ("met" if ok else "missed") if n == TWO_SEED_PAIRS else f"{n} of {TWO_SEED_PAIRS} pairs measured"
-
-        checks = [(min_pairs is not None, lambda: at_least >= min_pairs, f"≥ {min_pairs}"),
-                  (min_mean is not None, lambda: mean >= min_mean, f"≥ {_percent(min_mean or 0.0)}"),
-                  (min_table is not None, lambda: per_table[worst] >= min_table, f"≥ {_percent(min_table or 0.0)}")]
-        cells = [f"{at_least} of {n}", _percent(mean), f"{_percent(per_table[worst])} ({worst})"]
-        targets = [f"{want}: {verdict(ok())}" if has else "—" for has, ok, want in checks]
-        body.append([label] + [f"{c} (target {t})" if t != "—" else c for c, t in zip(cells, targets)])
+        body.append([label,
+                     judged(f"{at_least} of {n}", None if min_pairs is None else str(min_pairs),
+                            min_pairs is not None and at_least >= min_pairs),
+                     judged(_percent(mean), None if min_mean is None else _percent(min_mean),
+                            min_mean is not None and mean >= min_mean),
+                     judged(f"{_percent(per_table[worst])} ({worst})", None if min_table is None else _percent(min_table),
+                            min_table is not None and per_table[worst] >= min_table)])
     return markdown(["comparison, (table, seed) pairs", "pairs at least as good", "mean relative error reduction",
                      "worst table (mean over seeds)"], body, "lrrl")
 

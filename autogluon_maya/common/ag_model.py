@@ -38,9 +38,9 @@ def in_ray_worker() -> bool:
     ray = sys.modules.get("ray")
     if ray is None:
         return False
-    try:
-        return ray.is_initialized() and ray._private.worker.global_worker.mode == ray.WORKER_MODE
-    except Exception:  # a Ray version without these internals: no deduction, as before
+    try:  # the runtime context (public API) holds the process's worker, whose mode tells driver from worker
+        return ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE
+    except Exception:  # a Ray version without these attributes: no deduction, as before
         return False
 
 

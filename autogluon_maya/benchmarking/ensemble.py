@@ -167,6 +167,15 @@ def best_by_validation(val_scores: Mapping[str, float], candidates: Iterable[str
     return best
 
 
+def prior_fallbacks(model_info: Mapping) -> int:
+    """How many of a model's fitted networks predict the prior instead (MAYA's ``maya_fit["fallback"]``,
+    TabSwift's ``tabswift_prior_check["fallback"]``), from AutoGluon's model info: a bag's folds
+    (``children_info``), or the model itself."""
+    children = list((model_info.get("children_info") or {}).values()) or [model_info]
+    return sum(bool((c.get("maya_fit") or {}).get("fallback") or (c.get("tabswift_prior_check") or {}).get("fallback"))
+               for c in children)
+
+
 # ---- P1 sizes and the time-limit rule ---------------------------------------------------------------------
 def p1_train_rows(n_rows: int, test_size: float = 0.20, val_size: float = 0.20) -> int:
     """Training rows P1 leaves of ``n_rows`` (sklearn's ``train_test_split`` rounds a float test share up)."""

@@ -132,6 +132,39 @@ class TorchPluginMixin:
         with storages_restored_on_cpu():
             return super().load(path=path, reset_paths=reset_paths, verbose=verbose)
 
+    # ---- the prior: what a fit must beat ----------------------------------------------------------------
+    # A network that stopped early (too little time for the table) or a pretrained one that does not suit the
+    # table can predict worse than the class frequencies or the mean; such a model only costs an ensemble.
+    # Where a fit has scored itself on validation rows and loses to the prior, it predicts the prior instead.
+    _prior = None  # the prior's prediction for one row, where the fit fell back to it
+
+    def _prior_prediction(self, y, sample_weight=None):
+        """The prior's prediction for one row, from the training labels: the class frequencies (binary: the
+        positive class's), the mean (regression), the quantiles at ``quantile_levels`` (quantile)."""
+        import numpy as np
+        from autogluon.core.constants import BINARY, MULTICLASS, QUANTILE
+
+        y = np.asarray(y)
+        w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        if self.problem_type in (BINARY, MULTICLASS):
+            counts = np.bincount(y.astype(np.int64), weights=w, minlength=max(2, int(self.num_classes or 2)))
+            freq = counts / counts.sum()
+            return np.float32(freq[1]) if self.problem_type == BINARY else freq.astype(np.float32)
+        y = y.astype(np.float64)
+        if self.problem_type == QUANTILE:
+            return np.quantile(y, self.quantile_levels).astype(np.float32)
+        return np.float32(np.average(y, weights=w))
+
+    def _prior_proba(self, n: int, prior=None):
+        """``n`` rows of the prior's prediction (the fitted one unless ``prior`` is given), as predict_proba."""
+        import numpy as np
+        from autogluon.core.constants import MULTICLASS, QUANTILE
+
+        prior = self._prior if prior is None else prior
+        if self.problem_type in (MULTICLASS, QUANTILE):
+            return np.tile(prior, (n, 1)).astype(np.float32)
+        return np.full(n, prior, dtype=np.float32)
+
     def _get_child_num_cpus(self) -> Optional[int]:
         """Threads for predict: those the fit was given (AutoGluon asserts global torch state is unchanged)."""
         n = getattr(self, "fit_num_cpus_child", None) or getattr(self, "fit_num_cpus", None)

@@ -61,7 +61,6 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                                        "ignored_type_group_special": [S_TEXT_NGRAM, S_TEXT_AS_CATEGORY]}
     default_num_gpus = 1
     default_resources_physical_cores_only = True
-    _prior = None  # the prior's prediction, where the fit fell back to it (no network kept)
     _fit_info: Dict = {}  # get_info()["maya_fit"]: why the fit stopped, and a fall back to the prior
     _budget_clock = None  # the fit's clock in seconds; None: wall time (tests set a clock of their own)
 
@@ -206,25 +205,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         logger.log(15, f"\tMAYA trained {s['epochs']} epochs (best {s['best_epoch']}, batch {s['batch_size']}, "
                        f"stop: {s['stop_reason']}), threads chosen {s['threads']}; {len(kept)} member(s)")
 
-    # ---- the prior: what a fit must beat -----------------------------------------------------
-    def _prior_prediction(self, y: np.ndarray, sample_weight: Optional[np.ndarray]) -> np.ndarray:
-        """The prior's prediction for one row, from the training labels: the class frequencies (binary: the
-        positive class's), the mean (regression), the quantiles at ``quantile_levels`` (quantile)."""
-        w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-        if self.problem_type in (BINARY, MULTICLASS):
-            counts = np.bincount(y.astype(np.int64), weights=w, minlength=max(2, int(self.num_classes or 2)))
-            freq = counts / counts.sum()
-            return np.float32(freq[1]) if self.problem_type == BINARY else freq.astype(np.float32)
-        if self.problem_type == QUANTILE:
-            return np.quantile(y, self.quantile_levels).astype(np.float32)
-        return np.float32(np.average(y, weights=w))
-
-    def _prior_proba(self, n: int, prior=None) -> np.ndarray:
-        prior = self._prior if prior is None else prior
-        if self.problem_type in (MULTICLASS, QUANTILE):
-            return np.tile(prior, (n, 1)).astype(np.float32)
-        return np.full(n, prior, dtype=np.float32)
-
+    # ---- the prior: what a fit must beat (TorchPluginMixin's _prior_prediction) ----------------
     def _worse_than_prior(self, kept, s, val_proba, score_proba, prior, n_val: int) -> str:
         """The reason the kept members validate worse than the prior on the stopping metric, or "" if they do not.
         A network that stopped early (too little time for the table) can predict worse than the class frequencies

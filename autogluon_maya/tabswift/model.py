@@ -331,7 +331,67 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                 logger.log(20, "\tTabSwift: tau='auto' needs validation data and exit heads; early exit off")
                 ens.tau = None
             self.params_trained["tau"] = ens.tau
+        if has_val:
+            summary["prior_check"] = self._check_against_prior(y_np, y_val_np, summary)
+        else:  # a refit repeats the fit it replaces: the prior where that fit (or most of a bag's folds) fell back
+            share = p.get("prior_share")
+            fallback = share is not None and float(share) > 0.5
+            reason = "no validation rows" if share is None else \
+                f"repeats the fit it replaces (prior_share={float(share):g}: {'the prior' if fallback else 'the network'})"
+            summary["prior_check"] = {"checked": False, "fallback": fallback, "reason": reason}
+            if fallback:
+                self._prior = self._prior_prediction(y_np)
+                logger.warning(f"\tTabSwift predicts the prior instead: {reason}")
         self._fit_summary = summary
+
+    def _validated_score(self, summary: Dict) -> Optional[float]:
+        """The whole ensemble's validation score as it now predicts, where this fit measured it, else None.
+
+        Measured by tau="auto" or an explicit tau's check (with and without early exit), and by
+        fine_tune="auto" once it has room to fine-tune (the zero-shot ensemble, and the fine-tuned one it
+        keeps; both without early exit).  Not measured: fine_tune=False or True without tau, and "auto" on
+        a table it cannot fine-tune (more classes than C_max, too little time) -- a validation pass would
+        cost as much as AutoGluon's own prediction of the validation rows."""
+        tau = self.model.tau
+        if tau is not None:
+            for t, score, _ in summary.get("tau_table", ()):
+                if t == tau:
+                    return float(score)
+            if summary.get("tau_requested") == tau:  # an explicit tau kept by its check
+                base = float(summary["val_score_no_exit"])
+                return base - float(summary["tau_requested_val_loss"]) * max(abs(base), 1e-12)
+            return None
+        if "val_score_no_exit" in summary:
+            return float(summary["val_score_no_exit"])
+        d = summary.get("fine_tune_decision") or {}
+        if d.get("requested") != "auto":
+            return None
+        score = d.get("fine_tuned_val_score") if d.get("fine_tuned") else d.get("zero_shot_val_score")
+        return None if score is None else float(score)
+
+    def _check_against_prior(self, y: np.ndarray, y_val: np.ndarray, summary: Dict) -> Dict:
+        """Falls back to the prior (``TorchPluginMixin._prior_prediction``) where the ensemble's measured
+        validation score (``_validated_score``) is below the prior's on the stopping metric: a pretrained
+        network that does not suit a table can do worse than the class frequencies or the mean.  Records
+        ``prior_share`` (1.0 fell back, 0.0 kept the network) for refits, which a bag averages over its folds."""
+        self.params_trained["prior_share"] = 0.0
+        score = self._validated_score(summary)
+        if score is None:
+            return {"checked": False, "fallback": False,
+                    "reason": "this fit did not score the whole ensemble on validation"}
+        prior = self._prior_prediction(y)
+        metric = self.stopping_metric
+        prior_score = float(self.score_with_y_pred_proba(y=y_val, y_pred_proba=self._prior_proba(len(y_val), prior),
+                                                         metric=metric))
+        check = {"checked": True, "metric": metric.name, "tabswift": score, "prior": prior_score, "fallback": False}
+        if score >= prior_score:  # AutoGluon's scores: higher is better
+            return check
+        self._prior = prior
+        self.params_trained["prior_share"] = 1.0
+        reason = (f"validation {metric.name} {metric.convert_score_to_original(score):.4f} is worse than the "
+                  f"prior's {metric.convert_score_to_original(prior_score):.4f}")
+        logger.warning(f"\tTabSwift predicts the prior instead: {reason}")
+        return {**check, "fallback": True, "reason": reason}
 
     @staticmethod
     def _no_exit_score(ens, score_fn, members):
@@ -542,6 +602,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             info["tabswift_weights"] = dict(summary["weights"])
         if "fine_tune_decision" in summary:
             info["tabswift_fine_tune"] = dict(summary["fine_tune_decision"])
+        if "prior_check" in summary:
+            info["tabswift_prior_check"] = dict(summary["prior_check"])
         if self.model is not None:
             info["tabswift_early_exit"] = {"tau": self.model.tau, "exit_heads": summary.get("exit_heads"),
                                            "early_exit_off": summary.get("early_exit_off")}
@@ -557,6 +619,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     def _predict_proba(self, X: pd.DataFrame, **kwargs) -> np.ndarray:
         from ..common.training import torch_threads
 
+        if self._prior is not None:
+            return self._prior_proba(len(X))
         X = self.preprocess(X, **kwargs)
         with torch_threads(self._get_child_num_cpus()):
             return self._ensemble_proba(X).astype(np.float32)

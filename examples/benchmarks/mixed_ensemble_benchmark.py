@@ -207,8 +207,8 @@ def one_fit(spec: dict) -> dict:
 
     import autogluon_maya  # noqa: F401  (registers MAYA and TABSWIFT)
     from autogluon_maya.benchmarking.ensemble import (NEURAL_FAMILIES, best_by_validation, error_of, family,
-                                                      max_rows_for_train, over_time, stack_level,
-                                                      tree_wrong_neural_right)
+                                                      max_rows_for_train, over_time, prior_fallbacks,
+                                                      stack_level, tree_wrong_neural_right)
     from autogluon_maya.benchmarking.fit_clock import ModelWallClock
     from autogluon_maya.benchmarking.p1 import p1_data, roc_auc
     from autogluon_maya.common.protocol import p1_metric
@@ -254,7 +254,10 @@ def one_fit(spec: dict) -> dict:
                          "ag_fit_s": round(float(lb.loc[m, "fit_time_marginal"] or 0.0), 2),
                          "fit_share": None if wall is None else round(wall / fit_s, 4),
                          "pred_val_s": round(float(lb.loc[m, "pred_time_val_marginal"] or 0.0), 3),
-                         "n_folds": bag.get("num_child_models")}
+                         "n_folds": bag.get("num_child_models"),
+                         # fitted networks (a bag's folds) that predict the prior instead: MAYA, TabSwift
+                         "prior_fallbacks": prior_fallbacks(info.get(m, {})) if family(m) in NEURAL_FAMILIES
+                         else None}
         weights = {}
         for m in names:
             model = trainer.load_model(m)

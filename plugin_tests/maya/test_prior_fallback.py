@@ -15,6 +15,7 @@ from autogluon.core.metrics import log_loss
 from autogluon.core.utils.exceptions import TimeLimitExceeded
 
 from autogluon_maya import MayaModel
+from autogluon_maya.benchmarking.ensemble import prior_fallbacks
 from autogluon_maya.maya import trainer
 
 TINY = {"hidden_size": 16, "num_heads": 2, "ensemble_members": 1, "adaptive_threads": False}
@@ -75,6 +76,7 @@ def test_a_network_trained_for_a_handful_of_steps_gives_way_to_the_prior(tmp_pat
     np.testing.assert_allclose(model.predict_proba(X.iloc[300:]), np.tile(prior, (100, 1)), rtol=1e-6)
     assert model.score(X.iloc[300:], y.iloc[300:]) >= info["validation"]["prior"] - 1e-9
     assert "MAYA predicts the prior instead" in caplog.text
+    assert prior_fallbacks(model.get_info()) == 1  # what the ensemble benchmark records per model
     # refit_full replays no network: the refit predicts the prior of all rows
     assert model.params_trained["member_replay_count"] == 0
     refit = MayaModel(path=str(tmp_path / "r"), name="r", problem_type="multiclass", eval_metric="log_loss",

@@ -1,0 +1,110 @@
+"""A TabSwift fit that has scored its ensemble on validation and loses to the prior (the class frequencies,
+the mean) predicts the prior instead, says why in its info, and hands the decision to its refits.
+
+The validation rows here are made to contradict the training rows (the opposite rule), so the in-context
+learner validates far below the prior whatever the weights: the test does not depend on how good the
+shipped checkpoint is."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from autogluon.core.models import BaggedEnsembleModel
+
+from autogluon_maya import TabSwiftModel
+from autogluon_maya.benchmarking.ensemble import prior_fallbacks
+from plugin_tests.resources import fit_on_cores
+from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.usefixtures("torch_globals_kept")
+
+# zero-shot is scored by fine_tune="auto" before it fine-tunes (no time limit: it does); one step is enough
+SMALL = {"checkpoint_path": "shipped", "n_estimators": 2, "max_context_rows": 256, "fine_tune_steps": 1,
+         "fine_tune_min_steps": 1, "fine_tune_eval_every": 1, "fine_tune_rows": 64,
+         "fine_tune_episodes_per_step": 1}
+
+
+def _binary(n: int, seed: int):
+    """Class 1 for a > 0 (about 70 % of the rows, so the prior is not a coin)."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"a": rng.normal(loc=0.5, size=n), "b": rng.normal(size=n)})
+    return X, pd.Series((X["a"] > 0).astype(int), name="y")
+
+
+def _regression(n: int, seed: int):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n)})
+    return X, pd.Series(10.0 * X["a"] + rng.normal(size=n), name="y")
+
+
+def _model(tmp_path, problem_type: str, hp: dict, name: str = "m") -> TabSwiftModel:
+    metric = "root_mean_squared_error" if problem_type == "regression" else "accuracy"
+    return TabSwiftModel(path=str(tmp_path / name), name=name, problem_type=problem_type, eval_metric=metric,
+                         hyperparameters=hp)
+
+
+@pytest.mark.parametrize("problem_type", ["binary", "regression"])
+def test_a_fit_that_validates_below_the_prior_predicts_the_prior(tmp_path, problem_type):
+    X, y = (_binary if problem_type == "binary" else _regression)(300, seed=3)
+    X_tr, y_tr, X_val = X.iloc[:200], y.iloc[:200], X.iloc[200:]
+    y_val = 1 - y.iloc[200:] if problem_type == "binary" else -y.iloc[200:]  # the opposite rule
+    model = _model(tmp_path, problem_type, SMALL)
+    fit_on_cores(model, 1, X=X_tr, y=y_tr, X_val=X_val, y_val=y_val)
+    check = model.get_info()["tabswift_prior_check"]
+    assert check["checked"] and check["fallback"] and check["tabswift"] < check["prior"], check
+    assert "worse than the prior's" in check["reason"]
+    expected = y_tr.mean()  # the positive class's frequency, or the mean
+    assert np.allclose(model.predict_proba(X.iloc[:50]), expected, atol=1e-5)
+    assert model.score(X_val, y_val) == pytest.approx(check["prior"], rel=1e-5)
+    assert model.params_trained["prior_share"] == 1.0
+    # the ensemble benchmark counts it, in a model's own info and among a bag's folds
+    assert prior_fallbacks(model.get_info()) == 1
+    assert prior_fallbacks({"children_info": {"S1F1": model.get_info(), "S1F2": {"tabswift_prior_check": {}}}}) == 1
+
+    # saved and loaded, it still predicts the prior
+    model.save()
+    loaded = TabSwiftModel.load(model.path)
+    assert np.allclose(loaded.predict_proba(X.iloc[:5]), expected, atol=1e-5)
+
+
+def test_a_fit_that_beats_the_prior_keeps_its_network(tmp_path):
+    X, y = _binary(300, seed=3)
+    model = _model(tmp_path, "binary", SMALL)
+    fit_on_cores(model, 1, X=X.iloc[:200], y=y.iloc[:200], X_val=X.iloc[200:], y_val=y.iloc[200:])
+    check = model.get_info()["tabswift_prior_check"]
+    assert check["checked"] and not check["fallback"] and check["tabswift"] > check["prior"], check
+    assert model.params_trained["prior_share"] == 0.0
+    assert prior_fallbacks(model.get_info()) == 0
+    proba = model.predict_proba(X.iloc[200:])
+    assert proba.std() > 0.1  # not one value for every row
+
+
+def test_a_fit_that_did_not_score_its_ensemble_is_not_judged(tmp_path):
+    """fine_tune=False scores nothing on validation: no check, and nothing spent on one."""
+    X, y = _binary(300, seed=3)
+    model = _model(tmp_path, "binary", {**SMALL, "fine_tune": False})
+    fit_on_cores(model, 1, X=X.iloc[:200], y=y.iloc[:200], X_val=X.iloc[200:], y_val=1 - y.iloc[200:])
+    check = model.get_info()["tabswift_prior_check"]
+    assert not check["checked"] and not check["fallback"]
+    assert model.predict_proba(X.iloc[:50]).std() > 0.1
+
+
+@pytest.mark.parametrize("share, falls_back", [(0.6, True), (0.4, False)])
+def test_a_refit_repeats_most_folds_decision(tmp_path, share, falls_back):
+    """Five folds, three of which fell back (``prior_share`` 1.0, 1.0, 1.0, 0.0, 0.0): AutoGluon compresses the
+    records to a mean of 0.6, and the refit without validation rows predicts the prior; at 0.4 it keeps the
+    network."""
+    records = [{"prior_share": v} for v in ([1.0, 1.0, 1.0, 0.0, 0.0] if falls_back else [1.0, 1.0, 0.0, 0.0, 0.0])]
+    compressed = BaggedEnsembleModel._get_compressed_params(None, model_params_list=records)
+    assert compressed["prior_share"] == pytest.approx(share)
+    X, y = _binary(200, seed=5)
+    refit = _model(tmp_path, "binary", {**SMALL, "fine_tune": False, **compressed})
+    fit_on_cores(refit, 1, X=X, y=y)
+    check = refit.get_info()["tabswift_prior_check"]
+    assert check["fallback"] is falls_back
+    proba = refit.predict_proba(X.iloc[:50])
+    if falls_back:
+        assert np.allclose(proba, y.mean(), atol=1e-5) and "prior_share=0.6" in check["reason"]
+    else:
+        assert proba.std() > 0.1

@@ -411,6 +411,14 @@ def settings_of(args) -> dict:
             "ours_add": json.dumps(args.ours_add, sort_keys=True) if args.ours_add else None}
 
 
+def log_name(row: dict) -> str:
+    """A fit's log file in the folder's logs/: dataset and configuration, then the split seed unless it is 0 and
+    ``_candidate`` for a fit with ``--ours-add`` entries, so that no fit's log replaces another's."""
+    seed = int(row.get("seed") or 0)
+    return (f"{row['dataset']}_{row['config']}{f'_seed{seed}' if seed else ''}"
+            f"{'_candidate' if row.get('ours_add') else ''}.log")
+
+
 def run(args, out: Path) -> None:
     settings = settings_of(args)
     ok = [r for r in read_rows(out) if r["status"] == "ok"]
@@ -432,7 +440,7 @@ def run(args, out: Path) -> None:
             version = code_version(out)
             spec = {**row, "data_dir": str(args.data_dir)}
             (out / "logs").mkdir(exist_ok=True)
-            result = run_child(spec, out / "logs" / f"{dataset}_{config}.log")
+            result = run_child(spec, out / "logs" / log_name(row))
             row.update(version, ensembling=ensembling(settings), **result,
                        finished=time.strftime("%Y-%m-%d %H:%M:%S"))
             append_row(out, row)

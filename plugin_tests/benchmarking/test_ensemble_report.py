@@ -241,6 +241,21 @@ def test_a_candidate_run_has_ours_rows_of_its_own_and_shares_the_others(bench, t
     with pytest.raises(SystemExit):
         bench.parse_args(argv + ["--ours-add", '["MAYA"]'])
 
+def test_every_fit_keeps_a_log_of_its_own(bench, tmp_path, monkeypatch):
+    """Seed 0 keeps the names of the first runs; another seed and a candidate write logs beside them."""
+    data = _datasets(tmp_path, ["d1"])
+    monkeypatch.setattr(bench, "code_version", lambda out: {"commit": "c", "code_commit": "c", "package_commit": "c"})
+    out = tmp_path / "out"
+    argv = ["--data-dir", data, "--datasets", "d1", "--configs", "ours", "--time-limit", "60", "--out", str(out)]
+    logs, calls = [], []
+    fake = _fake_fit({("d1", "ours"): 0.1}, calls)
+    monkeypatch.setattr(bench, "run_child", lambda spec, log: logs.append(log.name) or fake(spec, log))
+    bench.main(argv)
+    bench.main(argv + ["--seed", "1"])
+    bench.main(argv + ["--seed", "1", "--ours-add", '{"MAYA": {"ag_args": {"priority": 10}}}'])
+    assert logs == ["d1_ours.log", "d1_ours_seed1.log", "d1_ours_seed1_candidate.log"]
+
+
 def _datasets(tmp_path, names):
     for n in names:
         (tmp_path / "data" / n).mkdir(parents=True)

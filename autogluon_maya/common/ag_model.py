@@ -105,6 +105,17 @@ class TorchPluginMixin:
         logger.log(15, f"\tfold worker start-up: {now - start:.1f} s counted against the {time_limit:.1f} s limit")
         return start
 
+    _budget_clock = None  # the fit's clock in seconds; None: wall time (tests set a clock of their own)
+
+    def _fit_budget(self, time_limit: Optional[float]):
+        """The fit's ``TimeBudget``: on wall time from ``_fit_clock_start``, or on ``_budget_clock`` where a test
+        set one (from that clock's now)."""
+        from .training import TimeBudget
+
+        if self._budget_clock is not None:
+            return TimeBudget(time_limit, clock=self._budget_clock)
+        return TimeBudget(time_limit, start=self._fit_clock_start(time_limit))
+
     def _start_torch_fit(self, params: Dict[str, Any], num_cpus: int, num_gpus: float) -> Tuple[int, Any]:
         """Seed torch from AutoGluon's seed in ``params``, set the thread count (restored afterwards by
         the ``reset_torch_threads`` tag) and resolve the fit device; returns (seed, torch.device)."""

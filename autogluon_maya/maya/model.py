@@ -62,7 +62,6 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
     default_num_gpus = 1
     default_resources_physical_cores_only = True
     _fit_info: Dict = {}  # get_info()["maya_fit"]: why the fit stopped, and a fall back to the prior
-    _budget_clock = None  # the fit's clock in seconds; None: wall time (tests set a clock of their own)
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -119,15 +118,12 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         from autogluon.core.utils.exceptions import NoValidFeatures
 
         from ..common.preprocessing import TargetScaler
-        from ..common.training import TimeBudget, to_tensors
+        from ..common.training import to_tensors
         from .network import NETWORK_KEYS, MayaNetwork, training_bins
         from .search_space import round_hidden_size
         from .trainer import FittedMaya, FittedMayaMembers, effective_batch_size, make_loss, train_maya
 
-        if self._budget_clock is not None:
-            budget = TimeBudget(time_limit, clock=self._budget_clock)
-        else:
-            budget = TimeBudget(time_limit, start=self._fit_clock_start(time_limit))
+        budget = self._fit_budget(time_limit)
         p = self._get_model_params()
         seed, device = self._start_torch_fit(p, num_cpus, num_gpus)
         p.pop(self.seed_name, None)

@@ -180,13 +180,13 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     def _fit(self, X: pd.DataFrame, y: pd.Series, X_val: Optional[pd.DataFrame] = None,
              y_val: Optional[pd.Series] = None, time_limit: Optional[float] = None, num_cpus: int = 1,
              num_gpus: float = 0, verbosity: int = 2, **kwargs):
-        from ..common.training import TimeBudget, torch_threads
+        from ..common.training import torch_threads
         from .ensemble import TabSwiftEnsemble
         from .network import CLASSIFICATION
         from .network import REGRESSION as REG_TASK
         from .weights import load_checkpoint
 
-        budget = TimeBudget(time_limit, start=self._fit_clock_start(time_limit))
+        budget = self._fit_budget(time_limit)
         p = self._get_model_params()
         seed, device = self._start_torch_fit(p, num_cpus, num_gpus)
         if kwargs.get("sample_weight") is not None:  # in-context learning has no loss to weight
@@ -332,7 +332,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                 ens.tau = None
             self.params_trained["tau"] = ens.tau
         if has_val:
-            summary["prior_check"] = self._check_against_prior(y_np, y_val_np, summary)
+            summary["prior_check"] = self._check_against_prior(y_np, y_val_np, summary, score_fn, budget)
         else:  # a refit repeats the fit it replaces: the prior where that fit (or most of a bag's folds) fell back
             share = p.get("prior_share")
             fallback = share is not None and float(share) > 0.5
@@ -345,13 +345,10 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         self._fit_summary = summary
 
     def _validated_score(self, summary: Dict) -> Optional[float]:
-        """The whole ensemble's validation score as it now predicts, where this fit measured it, else None.
-
-        Measured by tau="auto" or an explicit tau's check (with and without early exit), and by
-        fine_tune="auto" once it has room to fine-tune (the zero-shot ensemble, and the fine-tuned one it
-        keeps; both without early exit).  Not measured: fine_tune=False or True without tau, and "auto" on
-        a table it cannot fine-tune (more classes than C_max, too little time) -- a validation pass would
-        cost as much as AutoGluon's own prediction of the validation rows."""
+        """The whole ensemble's validation score as it now predicts, where this fit has measured it, else None:
+        by tau="auto" or an explicit tau's check (with and without early exit), and by fine_tune="auto" once it
+        has room to fine-tune (the zero-shot ensemble, and the fine-tuned one it keeps; both without early
+        exit)."""
         tau = self.model.tau
         if tau is not None:
             for t, score, _ in summary.get("tau_table", ()):
@@ -369,16 +366,24 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         score = d.get("fine_tuned_val_score") if d.get("fine_tuned") else d.get("zero_shot_val_score")
         return None if score is None else float(score)
 
-    def _check_against_prior(self, y: np.ndarray, y_val: np.ndarray, summary: Dict) -> Dict:
-        """Falls back to the prior (``TorchPluginMixin._prior_prediction``) where the ensemble's measured
-        validation score (``_validated_score``) is below the prior's on the stopping metric: a pretrained
-        network that does not suit a table can do worse than the class frequencies or the mean.  Records
-        ``prior_share`` (1.0 fell back, 0.0 kept the network) for refits, which a bag averages over its folds."""
+    def _check_against_prior(self, y: np.ndarray, y_val: np.ndarray, summary: Dict, score_fn, budget) -> Dict:
+        """Falls back to the prior (``TorchPluginMixin._prior_prediction``) where the whole ensemble's validation
+        score is below the prior's on the stopping metric: a pretrained network that does not suit a table can
+        do worse than the class frequencies or the mean.  The score is the one the fit measured
+        (``_validated_score``), else one prediction of the validation rows (``score_fn``) while at least half
+        of the time limit is left: the members' context encodings it builds stay cached for the prediction of
+        the same rows AutoGluon makes next (out-of-fold, or the validation score), so the check adds the
+        queries' share of one prediction.  Records ``prior_share`` (1.0 fell back, 0.0 kept the network) for
+        refits, which a bag averages over its folds."""
         self.params_trained["prior_share"] = 0.0
         score = self._validated_score(summary)
         if score is None:
-            return {"checked": False, "fallback": False,
-                    "reason": "this fit did not score the whole ensemble on validation"}
+            left = budget.remaining()
+            if budget.limit is not None and left < 0.5 * budget.limit:
+                return {"checked": False, "fallback": False,
+                        "reason": f"{left:.1f} s left of {budget.limit:.1f} s: no time to score the ensemble on "
+                                  f"validation"}
+            score = float(score_fn())
         prior = self._prior_prediction(y)
         metric = self.stopping_metric
         prior_score = float(self.score_with_y_pred_proba(y=y_val, y_pred_proba=self._prior_proba(len(y_val), prior),

@@ -68,25 +68,46 @@ def test_a_fit_that_validates_below_the_prior_predicts_the_prior(tmp_path, probl
     assert np.allclose(loaded.predict_proba(X.iloc[:5]), expected, atol=1e-5)
 
 
-def test_a_fit_that_beats_the_prior_keeps_its_network(tmp_path):
+@pytest.mark.parametrize("fine_tune", ["auto", False])
+def test_a_fit_that_beats_the_prior_keeps_its_network(tmp_path, fine_tune):
+    """Kept; zero-shot, the check's validation pass leaves the members' context encodings cached for the
+    prediction AutoGluon makes next."""
     X, y = _binary(300, seed=3)
-    model = _model(tmp_path, "binary", SMALL)
+    model = _model(tmp_path, "binary", {**SMALL, "fine_tune": fine_tune})
     fit_on_cores(model, 1, X=X.iloc[:200], y=y.iloc[:200], X_val=X.iloc[200:], y_val=y.iloc[200:])
     check = model.get_info()["tabswift_prior_check"]
     assert check["checked"] and not check["fallback"] and check["tabswift"] > check["prior"], check
     assert model.params_trained["prior_share"] == 0.0
     assert prior_fallbacks(model.get_info()) == 0
+    if fine_tune is False:
+        assert model.model.cache_nbytes > 0
     proba = model.predict_proba(X.iloc[200:])
     assert proba.std() > 0.1  # not one value for every row
 
 
-def test_a_fit_that_did_not_score_its_ensemble_is_not_judged(tmp_path):
-    """fine_tune=False scores nothing on validation: no check, and nothing spent on one."""
+def test_a_zero_shot_fit_scores_its_ensemble_for_the_check(tmp_path):
+    """fine_tune=False (the light preset's TabSwift) measures nothing on validation by itself: the check scores
+    the ensemble once, and the same validation rows predicted afterwards give that score."""
     X, y = _binary(300, seed=3)
     model = _model(tmp_path, "binary", {**SMALL, "fine_tune": False})
-    fit_on_cores(model, 1, X=X.iloc[:200], y=y.iloc[:200], X_val=X.iloc[200:], y_val=1 - y.iloc[200:])
+    X_val, y_val = X.iloc[200:], 1 - y.iloc[200:]
+    fit_on_cores(model, 1, X=X.iloc[:200], y=y.iloc[:200], X_val=X_val, y_val=y_val)
     check = model.get_info()["tabswift_prior_check"]
-    assert not check["checked"] and not check["fallback"]
+    assert check["checked"] and check["fallback"] and check["tabswift"] < check["prior"], check
+    assert np.allclose(model.predict_proba(X.iloc[:50]), y.iloc[:200].mean(), atol=1e-5)
+
+
+def test_no_validation_pass_without_half_of_the_time_limit_left(tmp_path):
+    """A fit that has used more than half of its time limit before the check does not spend more on it: on a
+    clock that moves 60 s per reading, at least 60 of 100 s are gone by then."""
+    X, y = _binary(300, seed=3)
+    model = _model(tmp_path, "binary", {**SMALL, "fine_tune": False})
+    readings = iter(range(0, 10 ** 6, 60))
+    model._budget_clock = lambda: float(next(readings))
+    fit_on_cores(model, 1, X=X.iloc[:200], y=y.iloc[:200], X_val=X.iloc[200:], y_val=1 - y.iloc[200:],
+                 time_limit=100)
+    check = model.get_info()["tabswift_prior_check"]
+    assert not check["checked"] and not check["fallback"] and "no time to score" in check["reason"], check
     assert model.predict_proba(X.iloc[:50]).std() > 0.1
 
 

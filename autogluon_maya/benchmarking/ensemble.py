@@ -169,8 +169,9 @@ def best_by_validation(val_scores: Mapping[str, float], candidates: Iterable[str
 
 def prior_fallbacks(model_info: Mapping) -> int:
     """How many of a model's fitted networks predict the prior instead (MAYA's ``maya_fit["fallback"]``,
-    TabSwift's ``tabswift_prior_check["fallback"]``), from AutoGluon's model info: a bag's folds
-    (``children_info``), or the model itself."""
+    TabSwift's ``tabswift_prior_check["fallback"]``), from AutoGluon's model info: a bag's children
+    (``children_info``: its folds, or the one all-rows model of a bag fitted with ``refit_folds``, which
+    repeats its folds' majority), or the model itself."""
     children = list((model_info.get("children_info") or {}).values()) or [model_info]
     return sum(bool((c.get("maya_fit") or {}).get("fallback") or (c.get("tabswift_prior_check") or {}).get("fallback"))
                for c in children)

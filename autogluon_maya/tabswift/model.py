@@ -216,6 +216,12 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         if mode not in FINE_TUNE_MODES:
             raise ValueError(f"TabSwift fine_tune must be True, False or 'auto', got {p['fine_tune']!r}")
         mode = mode if mode == "auto" else bool(mode)  # 0 / 1 / numpy bools as False / True
+        # a refit (no validation rows) of a fit, or of a bag most of whose folds, that fell back to the prior
+        # predicts the prior too: nothing to fine-tune or to exit early with
+        share = None if has_val else p.get("prior_share")
+        prior_refit = share is not None and float(share) > 0.5
+        if prior_refit:
+            mode, tau = False, None
         # heads are worth training only if early exit can be used: an explicit tau, or "auto" with
         # validation rows to choose it on
         wants_exit = tau is not None and (tau != "auto" or has_val)
@@ -297,9 +303,11 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                 "reason": f"no validation rows: {steps} steps replayed, the step count the validated fit kept",
                 "steps_run": ran, "best_step": ran}
         else:
-            summary["fine_tune_decision"] = {"requested": False, "fine_tuned": False, "rule": "requested",
-                                             "reason": "fine_tune=False", "steps_run": 0, "best_step": 0}
-        if p.get(FINE_TUNE_CHOICE_KEY) and not (mode == "auto"):
+            summary["fine_tune_decision"] = {
+                "requested": False, "fine_tuned": False, "rule": "prior" if prior_refit else "requested",
+                "reason": "the fit it replaces fell back to the prior" if prior_refit else "fine_tune=False",
+                "steps_run": 0, "best_step": 0}
+        if p.get(FINE_TUNE_CHOICE_KEY) and not (mode == "auto") and not prior_refit:
             # a refit of a fine_tune="auto" fit: the folds' (or the original model's) decision, repeated
             summary["fine_tune_decision"]["repeats"] = p[FINE_TUNE_CHOICE_KEY]
             logger.log(20, f"\tTabSwift: {'fine-tuned' if mode else 'zero-shot'} "
@@ -333,15 +341,12 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             self.params_trained["tau"] = ens.tau
         if has_val:
             summary["prior_check"] = self._check_against_prior(y_np, y_val_np, summary, score_fn, budget)
-        else:  # a refit repeats the fit it replaces: the prior where that fit (or most of a bag's folds) fell back
-            share = p.get("prior_share")
-            fallback = share is not None and float(share) > 0.5
+        else:  # a refit repeats the fit it replaces
             reason = "no validation rows" if share is None else \
-                f"repeats the fit it replaces (prior_share={float(share):g}: {'the prior' if fallback else 'the network'})"
-            summary["prior_check"] = {"checked": False, "fallback": fallback, "reason": reason}
-            if fallback:
-                self._prior = self._prior_prediction(y_np)
-                logger.warning(f"\tTabSwift predicts the prior instead: {reason}")
+                f"repeats the fit it replaces (prior_share={float(share):g}: {'the prior' if prior_refit else 'the network'})"
+            summary["prior_check"] = {"checked": False, "fallback": prior_refit, "reason": reason}
+            if prior_refit:
+                self._fall_back_to_prior(self._prior_prediction(y_np), reason)
         self._fit_summary = summary
 
     def _validated_score(self, summary: Dict) -> Optional[float]:
@@ -391,12 +396,18 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         check = {"checked": True, "metric": metric.name, "tabswift": score, "prior": prior_score, "fallback": False}
         if score >= prior_score:  # AutoGluon's scores: higher is better
             return check
-        self._prior = prior
         self.params_trained["prior_share"] = 1.0
         reason = (f"validation {metric.name} {metric.convert_score_to_original(score):.4f} is worse than the "
                   f"prior's {metric.convert_score_to_original(prior_score):.4f}")
-        logger.warning(f"\tTabSwift predicts the prior instead: {reason}")
+        self._fall_back_to_prior(prior, reason)
         return {**check, "fallback": True, "reason": reason}
+
+    def _fall_back_to_prior(self, prior, reason: str) -> None:
+        """Predict ``prior`` from now on; the ensemble stays (its weights are saved, as any fit's) without its
+        context caches."""
+        self._prior = prior
+        self.model.clear_cache()
+        logger.warning(f"\tTabSwift predicts the prior instead: {reason}")
 
     @staticmethod
     def _no_exit_score(ens, score_fn, members):

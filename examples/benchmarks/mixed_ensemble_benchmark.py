@@ -255,8 +255,8 @@ def one_fit(spec: dict) -> dict:
                          "fit_share": None if wall is None else round(wall / fit_s, 4),
                          "pred_val_s": round(float(lb.loc[m, "pred_time_val_marginal"] or 0.0), 3),
                          "n_folds": bag.get("num_child_models"),
-                         # fitted networks (a bag's folds) that predict the prior instead: MAYA, TabSwift
-                         "prior_fallbacks": prior_fallbacks(info.get(m, {})) if family(m) in NEURAL_FAMILIES
+                         # a bag's children that predict the prior instead (the two models that check)
+                         "prior_fallbacks": prior_fallbacks(info.get(m, {})) if family(m) in ("MAYA", "TabSwift")
                          else None}
         weights = {}
         for m in names:

@@ -66,6 +66,12 @@ def test_a_fit_that_validates_below_the_prior_predicts_the_prior(tmp_path, probl
     model.save()
     loaded = TabSwiftModel.load(model.path)
     assert np.allclose(loaded.predict_proba(X.iloc[:5]), expected, atol=1e-5)
+    # refit_full's model (all rows, no validation) repeats the decision without fine-tuning first
+    refit = model.convert_to_refit_full_template()
+    fit_on_cores(refit, 1, X=X, y=y)
+    assert np.allclose(refit.predict_proba(X.iloc[:5]), y.mean(), atol=1e-5)
+    assert refit.get_info()["tabswift_fine_tune"]["rule"] == "prior"
+    assert refit.get_info()["tabswift_prior_check"]["fallback"] is True
 
 
 @pytest.mark.parametrize("fine_tune", ["auto", False])
@@ -95,6 +101,7 @@ def test_a_zero_shot_fit_scores_its_ensemble_for_the_check(tmp_path):
     check = model.get_info()["tabswift_prior_check"]
     assert check["checked"] and check["fallback"] and check["tabswift"] < check["prior"], check
     assert np.allclose(model.predict_proba(X.iloc[:50]), y.iloc[:200].mean(), atol=1e-5)
+    assert model.model.cache_nbytes == 0  # the check's context encodings are not kept for predictions it won't make
 
 
 def test_no_validation_pass_without_half_of_the_time_limit_left(tmp_path):
@@ -111,12 +118,14 @@ def test_no_validation_pass_without_half_of_the_time_limit_left(tmp_path):
     assert model.predict_proba(X.iloc[:50]).std() > 0.1
 
 
-@pytest.mark.parametrize("share, falls_back", [(0.6, True), (0.4, False)])
-def test_a_refit_repeats_most_folds_decision(tmp_path, share, falls_back):
+@pytest.mark.parametrize("folds, share, falls_back", [([1.0, 1.0, 1.0, 0.0, 0.0], 0.6, True),
+                                                     ([1.0, 1.0, 0.0, 0.0, 0.0], 0.4, False),
+                                                     ([1.0, 0.0], 0.5, False)])
+def test_a_refit_repeats_most_folds_decision(tmp_path, folds, share, falls_back):
     """Five folds, three of which fell back (``prior_share`` 1.0, 1.0, 1.0, 0.0, 0.0): AutoGluon compresses the
-    records to a mean of 0.6, and the refit without validation rows predicts the prior; at 0.4 it keeps the
-    network."""
-    records = [{"prior_share": v} for v in ([1.0, 1.0, 1.0, 0.0, 0.0] if falls_back else [1.0, 1.0, 0.0, 0.0, 0.0])]
+    records to a mean of 0.6, and the refit without validation rows predicts the prior; at 0.4, and at a tie,
+    it keeps the network."""
+    records = [{"prior_share": v} for v in folds]
     compressed = BaggedEnsembleModel._get_compressed_params(None, model_params_list=records)
     assert compressed["prior_share"] == pytest.approx(share)
     X, y = _binary(200, seed=5)
@@ -126,6 +135,31 @@ def test_a_refit_repeats_most_folds_decision(tmp_path, share, falls_back):
     assert check["fallback"] is falls_back
     proba = refit.predict_proba(X.iloc[:50])
     if falls_back:
-        assert np.allclose(proba, y.mean(), atol=1e-5) and "prior_share=0.6" in check["reason"]
+        assert np.allclose(proba, y.mean(), atol=1e-5) and f"prior_share={share:g}" in check["reason"]
     else:
         assert proba.std() > 0.1
+
+
+def test_the_score_judged_is_the_one_of_the_model_as_it_predicts():
+    """With early exit in use, the score measured at that tau (a tau="auto" search's table, or an explicit tau's
+    check: the no-exit score less its relative loss); without, the no-exit score of a tau check, else the score
+    fine_tune="auto" measured for the weights it kept; None where nothing measured the model as it predicts."""
+    from types import SimpleNamespace
+
+    model = TabSwiftModel()
+
+    def judged(tau, summary):
+        model.model = SimpleNamespace(tau=tau)
+        return model._validated_score(summary)
+
+    table = {"tau_table": [(0.9, -2.0, 5.0), (0.5, -2.5, 3.0)], "val_score_no_exit": -1.9}
+    assert judged(0.5, table) == -2.5
+    assert judged(None, table) == -1.9
+    checked = {"tau_requested": 0.7, "tau_requested_val_loss": 0.01, "val_score_no_exit": -2.0}
+    assert judged(0.7, checked) == pytest.approx(-2.02)
+    assert judged(0.7, {}) is None  # an explicit tau nothing checked
+    auto = {"fine_tune_decision": {"requested": "auto", "fine_tuned": True, "fine_tuned_val_score": 0.8,
+                                   "zero_shot_val_score": 0.7}}
+    assert judged(None, auto) == 0.8
+    assert judged(None, {"fine_tune_decision": {**auto["fine_tune_decision"], "fine_tuned": False}}) == 0.7
+    assert judged(None, {"fine_tune_decision": {"requested": True, "zero_shot_val_score": 0.7}}) is None

@@ -666,6 +666,52 @@ def exp_fair_share() -> str:
     return ensemble_pair("ensemble_600s_fair_share", "ensemble_600s_fair_share", candidate=True, seeds=(0, 1))
 
 
+def ensemble_extra(base_folder: str, candidate_folder: str, extra: str, seeds: Sequence[int] = (0,)) -> str:
+    """A candidate that adds one level-1 model (``extra``, e.g. ``Maya_plr_BAG_L1``) to ``ours``: per (dataset, seed),
+    the final model's validation and test score and the fit's seconds (``base_folder``'s ``ours`` rows without
+    candidate entries -> ``candidate_folder``'s with), the extra model's validation score, seconds and weight in
+    the final model; then the pairs whose final validation is better / level / worse and the mean relative
+    reduction of the final model's validation error."""
+    from .ensemble import mean_finite, outcome, relative_error_reduction
+
+    body, outcomes, gains = [], [], []
+    for seed in seeds:
+        base, cand = ensemble_ours(base_folder, False, seed), ensemble_ours(candidate_folder, True, seed)
+        for d, b in base.items():
+            c = cand.get(d)
+            if c is None:
+                continue
+            e_b, e_c = _error(b, b["val_score"]), _error(c, c["val_score"])
+            outcomes.append(outcome(e_c, e_b))
+            gains.append(relative_error_reduction(e_c, e_b))
+            m = c["models"].get(extra) or {}
+            weight = (c.get("weights") or {}).get(c["best_model"], {}).get(extra, 0.0)
+            body.append([f"{d}, seed {seed}" + (" ↓" if b["task"] == "regression" else ""),
+                         f"{fmt(b['val_score'])} → {fmt(c['val_score'])}",
+                         f"{fmt(b['test_score'])} → {fmt(c['test_score'])}",
+                         "—" if m.get("val") is None else fmt(m["val"]),
+                         "—" if m.get("wall_s") is None else f"{m['wall_s']:.0f}",
+                         f"{weight:.2f}", f"{b['fit_s']:.0f} → {c['fit_s']:.0f}"])
+    mean, _ = mean_finite(gains)
+    counts = " / ".join(str(outcomes.count(o)) for o in ("win", "tie", "loss"))
+    body.append([f"**{len(outcomes)} pairs: final validation better / level / worse**", counts,
+                 "", "", "", "", ""])
+    body.append(["**mean relative reduction of the final validation error**", f"{100 * mean:+.2f} %",
+                 "", "", "", "", ""])
+    return markdown(["dataset (↓: RMSE)", "final model, val", "final model, test", "added model, val",
+                     "added model, s", "added model's final weight", "fit s"], body)
+
+
+@table("exp-idle-maya")
+def exp_idle_maya() -> str:
+    return ensemble_extra(TWO_SEEDS, "ensemble_600s_idle_maya", "Maya_plr_BAG_L1")
+
+
+@table("exp-idle-tabswift")
+def exp_idle_tabswift() -> str:
+    return ensemble_extra(TWO_SEEDS, "ensemble_600s_idle_tabswift", "TabSwift_ft_BAG_L1")
+
+
 @table("exp-ensemble-repeat")
 def exp_ensemble_repeat() -> str:
     return ensemble_pair("ensemble_600s", "ensemble_600s_repeat")

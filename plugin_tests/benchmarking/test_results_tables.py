@@ -97,3 +97,31 @@ def test_two_seed_tables_average_seeds_and_judge_targets_only_when_complete(tmp_
     assert "≥ 18: missed" in ours and "≥ +3.00 %: met" in ours and "+5.00 % (a) (target ≥ -3.00 %: met)" in ours
     dl = next(line for line in judged.splitlines() if line.startswith("| + TabM + RealMLP vs trees"))
     assert dl.startswith("| + TabM + RealMLP vs trees alone | 2 of 2 | +10.00 % |")  # a tie counts as at least as good
+
+
+def test_an_added_model_is_judged_on_the_final_validation_error(tmp_path, monkeypatch):
+    """Validation accuracy .80 -> .84: errors .20 -> .16, a 20 % reduction; a dataset without a candidate row is
+    left out; the added model's weight is read from the final model's weights."""
+    import json
+
+    def row(dataset, candidate, val, extra_weight=0.0):
+        models = {"Maya_plr_BAG_L1": {"val": 0.81, "wall_s": 44.0}} if candidate else {}
+        return {"dataset": dataset, "config": "ours", "status": "ok", "seed": 0, "task": "binary",
+                "metric": "accuracy", "ours_add": '{"MAYA": []}' if candidate else None, "val_score": val,
+                "test_score": val - 0.05, "fit_s": 200.0 if candidate else 120.0, "models": models,
+                "best_model": "WeightedEnsemble_L2",
+                "weights": {"WeightedEnsemble_L2": {"Maya_plr_BAG_L1": extra_weight}} if candidate else {}}
+
+    for folder, rows in (("base", [row("a", False, 0.80), row("b", False, 0.70)]),
+                         ("cand", [row("a", True, 0.84, 0.25)])):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "results.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    tables.rows.cache_clear()
+    try:
+        out = tables.ensemble_extra("base", "cand", "Maya_plr_BAG_L1")
+    finally:
+        tables.rows.cache_clear()
+    assert "| a, seed 0 | 0.8000 → 0.8400 | 0.7500 → 0.7900 | 0.8100 | 44 | 0.25 | 120 → 200 |" in out
+    assert "| b, seed 0" not in out
+    assert "better / level / worse** | 1 / 0 / 0 |" in out and "| +20.00 % |" in out

@@ -704,7 +704,7 @@ def ensemble_extra(base_folder: str, candidate_folder: str, extra: str, seeds: S
 
 @table("exp-idle-maya")
 def exp_idle_maya() -> str:
-    return ensemble_extra(TWO_SEEDS, "ensemble_600s_idle_maya", "Maya_plr_BAG_L1")
+    return ensemble_extra(TWO_SEEDS, "ensemble_600s_idle_maya", "Maya_plr_BAG_L1", seeds=(0, 1))
 
 
 @table("exp-idle-tabswift")

@@ -644,14 +644,16 @@ def _neural(r: dict) -> str:
     return ", ".join(base_name(m) for m in r.get("neural_fitted_l1", [])) or "none"
 
 
-def write_report(out: Path, settings: dict | None = None) -> str:
-    """``results.md``, ``error_reduction.png`` and ``pama.png`` from the results file."""
+def write_report(out: Path, settings: dict | None = None, seed: int | None = None) -> str:
+    """``results.md``, ``error_reduction.png`` and ``pama.png`` from the results file: the rows of ``settings``,
+    or of the latest ok row's settings (of split seed ``seed``, if given)."""
     from autogluon_maya.benchmarking.ensemble import (base_name, family, mean_finite, pama_of_models, stack_level,
                                                       win_tie_loss)
 
     rows = read_rows(out)
-    if settings is None and rows:  # the settings of the latest ok row
-        last = next((r for r in reversed(rows) if r["status"] == "ok"), rows[-1])
+    pool = [r for r in rows if seed is None or int(r.get("seed") or 0) == seed] or rows
+    if settings is None and pool:  # the settings of the latest ok row
+        last = next((r for r in reversed(pool) if r["status"] == "ok"), pool[-1])
         settings = {k: last.get(k) for k in SETTINGS if k in last}
     latest = latest_ok(rows, settings)
     comp = compare(latest)
@@ -860,7 +862,8 @@ def parse_args(argv=None):
     ap.add_argument("--num-stack-levels", type=int, default=1)
     ap.add_argument("--num-cpus", type=int, default=2)
     ap.add_argument("--num-gpus", type=float, default=0)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=None,
+                    help="split seed (default 0); with --report-only: the report of that seed's latest settings")
     ap.add_argument("--smoke", action="store_true", help="tiny model sizes (checks the script, not the models)")
     ap.add_argument("--refit", action="store_true", help="fit pairs again that already have an ok row")
     ap.add_argument("--refit-stale", action="store_true",
@@ -869,6 +872,7 @@ def parse_args(argv=None):
     ap.add_argument("--out", default=f"{RESULTS_DIR}/ensemble_600s")
     ap.add_argument("--report-only", action="store_true")
     args = ap.parse_args(argv)
+    args.report_seed, args.seed = args.seed, 0 if args.seed is None else args.seed
     for c in args.configs.split(","):
         if c not in CONFIGS:
             ap.error(f"unknown config {c!r}; choose from {', '.join(CONFIGS)}")
@@ -884,7 +888,7 @@ def main(argv=None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
         run(args, out)
-    print(write_report(out, None if args.report_only else settings_of(args)))
+    print(write_report(out, settings_of(args)) if not args.report_only else write_report(out, seed=args.report_seed))
     print(f"wrote {out / 'results.md'}, {out / 'error_reduction.png'}, {out / 'pama.png'}")
 
 

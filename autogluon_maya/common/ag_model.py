@@ -176,6 +176,17 @@ class TorchPluginMixin:
             return np.tile(prior, (n, 1)).astype(np.float32)
         return np.full(n, prior, dtype=np.float32)
 
+    def _prior_verdict(self, score: float, y_val, prior) -> Tuple[float, str]:
+        """(the prior's score on the validation labels ``y_val``, the reason a fit scoring ``score`` there loses to
+        it, or "" where it does not), both on the stopping metric (AutoGluon's sign: higher is better)."""
+        metric = self.stopping_metric
+        prior_score = float(self.score_with_y_pred_proba(y=y_val, y_pred_proba=self._prior_proba(len(y_val), prior),
+                                                         metric=metric))
+        if score >= prior_score:
+            return prior_score, ""
+        return prior_score, (f"validation {metric.name} {metric.convert_score_to_original(score):.4f} is worse than "
+                             f"the prior's {metric.convert_score_to_original(prior_score):.4f}")
+
     def _get_child_num_cpus(self) -> Optional[int]:
         """Threads for predict: those the fit was given (AutoGluon asserts global torch state is unchanged)."""
         n = getattr(self, "fit_num_cpus_child", None) or getattr(self, "fit_num_cpus", None)

@@ -187,7 +187,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         self._fit_info = {"stop": {**s["stop"], "seconds": round(seconds, 3), "time_limit": time_limit,
                                    "stopped_early": None if time_limit is None else seconds < 0.5 * time_limit},
                           "members_kept": len(kept), "fallback": None}
-        fallback = self._worse_than_prior(kept, s, val_proba, score_proba, prior, len(X_val) if val_proba else 0)
+        fallback = self._worse_than_prior(kept, s, val_proba, score_proba, prior, y_val)
         if fallback:
             self._fall_back_to_prior(prior, fallback)
         # refit_full (all rows, no validation) replays the kept members (defaults.pop_replay): each member's
@@ -202,7 +202,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                        f"stop: {s['stop_reason']}), threads chosen {s['threads']}; {len(kept)} member(s)")
 
     # ---- the prior: what a fit must beat (TorchPluginMixin's _prior_prediction) ----------------
-    def _worse_than_prior(self, kept, s, val_proba, score_proba, prior, n_val: int) -> str:
+    def _worse_than_prior(self, kept, s, val_proba, score_proba, prior, y_val) -> str:
         """The reason the kept members validate worse than the prior on the stopping metric, or "" if they do not.
         A network that stopped early (too little time for the table) can predict worse than the class frequencies
         or the mean, and a model worse than the prior only costs an ensemble; where validation data exists the
@@ -213,15 +213,14 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             score = s["best_score"]  # the kept weights' validation score, as the trainer measured it
         else:
             score = score_proba(np.mean([val_proba(f) for f, _ in kept], axis=0))
-        prior_score = score_proba(self._prior_proba(n_val, prior))
-        metric = self.stopping_metric
-        self._fit_info["validation"] = {"metric": metric.name, "maya": float(score), "prior": float(prior_score)}
-        if score >= prior_score:  # scores as AutoGluon's: higher is better
+        prior_score, reason = self._prior_verdict(score, np.asarray(y_val), prior)
+        self._fit_info["validation"] = {"metric": self.stopping_metric.name, "maya": float(score),
+                                        "prior": prior_score}
+        if not reason:
             return ""
         stop = self._fit_info["stop"]
-        return (f"validation {metric.name} {metric.convert_score_to_original(score):.4f} is worse than the "
-                f"prior's {metric.convert_score_to_original(prior_score):.4f} after {stop['epoch']} epoch(s) of "
-                f"member {stop['member']} in {stop['seconds']:.1f} s (stopped by {stop['rule']}: {stop['network']})")
+        return (f"{reason} after {stop['epoch']} epoch(s) of member {stop['member']} in {stop['seconds']:.1f} s "
+                f"(stopped by {stop['rule']}: {stop['network']})")
 
     def _fall_back_to_prior(self, prior, reason: str):
         """Keep no network and predict the prior; the reason goes to the model's info and the log."""

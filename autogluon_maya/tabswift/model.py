@@ -390,15 +390,12 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                                   f"validation"}
             score = float(score_fn())
         prior = self._prior_prediction(y)
-        metric = self.stopping_metric
-        prior_score = float(self.score_with_y_pred_proba(y=y_val, y_pred_proba=self._prior_proba(len(y_val), prior),
-                                                         metric=metric))
-        check = {"checked": True, "metric": metric.name, "tabswift": score, "prior": prior_score, "fallback": False}
-        if score >= prior_score:  # AutoGluon's scores: higher is better
+        prior_score, reason = self._prior_verdict(score, y_val, prior)
+        check = {"checked": True, "metric": self.stopping_metric.name, "tabswift": score, "prior": prior_score,
+                 "fallback": False}
+        if not reason:
             return check
         self.params_trained["prior_share"] = 1.0
-        reason = (f"validation {metric.name} {metric.convert_score_to_original(score):.4f} is worse than the "
-                  f"prior's {metric.convert_score_to_original(prior_score):.4f}")
         self._fall_back_to_prior(prior, reason)
         return {**check, "fallback": True, "reason": reason}
 

@@ -218,6 +218,17 @@ def ensemble_ours(folder: str, candidate: Optional[bool] = None, seed: Optional[
     return {d: r for (d, config), r in ensemble_latest(folder, candidate, seed).items() if config == "ours"}
 
 
+def _model_value(r: dict, name: str, key: str) -> Optional[float]:
+    """``key`` of model ``name`` in an ensemble-benchmark row, or None."""
+    m = r["models"].get(name)
+    return None if m is None or m.get(key) is None else float(m[key])
+
+
+def _pair(a: Optional[float], b: Optional[float], f: Callable[[float], str] = fmt) -> str:
+    """``a → b``, a missing value as —."""
+    return " → ".join("—" if v is None else f(v) for v in (a, b))
+
+
 def ensemble_pair(base_folder: str, other_folder: str, candidate: bool = False,
                   seeds: Optional[Sequence[int]] = None) -> str:
     """``ours`` of two ensemble-benchmark folders side by side, per dataset (first -> second): the final
@@ -233,25 +244,18 @@ def ensemble_pair(base_folder: str, other_folder: str, candidate: bool = False,
             side.update({f"{d}, seed {seed}" if named else d: r for d, r in
                          ensemble_ours(folder, is_candidate if candidate else None, seed).items()})
 
-    def model(r: dict, name: str, key: str) -> Optional[float]:
-        m = r["models"].get(name)
-        return None if m is None or m.get(key) is None else float(m[key])
-
-    def pair(a: Optional[float], b: Optional[float], f: Callable[[float], str] = fmt) -> str:
-        return " → ".join("—" if v is None else f(v) for v in (a, b))
-
     body = []
     for d, b in base.items():
         o = other.get(d)
         if o is None:
             continue
-        body.append([d + (" ↓" if b["task"] == "regression" else ""), pair(b["val_score"], o["val_score"]),
-                     pair(b["test_score"], o["test_score"]),
-                     pair(model(b, "TabSwift_BAG_L1", "val"), model(o, "TabSwift_BAG_L1", "val")),
-                     pair(model(b, "Maya_BAG_L1", "val"), model(o, "Maya_BAG_L1", "val")),
-                     pair(model(b, "Maya_BAG_L1", "allotted_s"), model(o, "Maya_BAG_L1", "allotted_s"),
+        body.append([d + (" ↓" if b["task"] == "regression" else ""), _pair(b["val_score"], o["val_score"]),
+                     _pair(b["test_score"], o["test_score"]),
+                     _pair(_model_value(b, "TabSwift_BAG_L1", "val"), _model_value(o, "TabSwift_BAG_L1", "val")),
+                     _pair(_model_value(b, "Maya_BAG_L1", "val"), _model_value(o, "Maya_BAG_L1", "val")),
+                     _pair(_model_value(b, "Maya_BAG_L1", "allotted_s"), _model_value(o, "Maya_BAG_L1", "allotted_s"),
                           lambda v: f"{v:.0f}"),
-                     pair(b["neural_weight"], o["neural_weight"], lambda v: f"{v:.2f}")])
+                     _pair(b["neural_weight"], o["neural_weight"], lambda v: f"{v:.2f}")])
     return markdown(["dataset (↓: RMSE)", "final model, val", "final model, test", "TabSwift L1, val",
                      "MAYA L1, val", "MAYA L1, allotted s", "neural weight"], body)
 
@@ -684,14 +688,12 @@ def ensemble_extra(base_folder: str, candidate_folder: str, extra: str, seeds: S
             e_b, e_c = _error(b, b["val_score"]), _error(c, c["val_score"])
             outcomes.append(outcome(e_c, e_b))
             gains.append(relative_error_reduction(e_c, e_b))
-            m = c["models"].get(extra) or {}
+            val, wall = _model_value(c, extra, "val"), _model_value(c, extra, "wall_s")
             weight = (c.get("weights") or {}).get(c["best_model"], {}).get(extra, 0.0)
             body.append([f"{d}, seed {seed}" + (" ↓" if b["task"] == "regression" else ""),
-                         f"{fmt(b['val_score'])} → {fmt(c['val_score'])}",
-                         f"{fmt(b['test_score'])} → {fmt(c['test_score'])}",
-                         "—" if m.get("val") is None else fmt(m["val"]),
-                         "—" if m.get("wall_s") is None else f"{m['wall_s']:.0f}",
-                         f"{weight:.2f}", f"{b['fit_s']:.0f} → {c['fit_s']:.0f}"])
+                         _pair(b["val_score"], c["val_score"]), _pair(b["test_score"], c["test_score"]),
+                         "—" if val is None else fmt(val), "—" if wall is None else f"{wall:.0f}",
+                         f"{weight:.2f}", _pair(b["fit_s"], c["fit_s"], lambda v: f"{v:.0f}")])
     mean, _ = mean_finite(gains)
     counts = " / ".join(str(outcomes.count(o)) for o in ("win", "tie", "loss"))
     body.append([f"**{len(outcomes)} pairs: final validation better / level / worse**", counts,

@@ -674,11 +674,11 @@ def ensemble_extra(base_folder: str, candidate_folder: str, extra: str, seeds: S
     """A candidate that adds one level-1 model (``extra``, e.g. ``Maya_plr_BAG_L1``) to ``ours``: per (dataset, seed),
     the final model's validation and test score and the fit's seconds (``base_folder``'s ``ours`` rows without
     candidate entries -> ``candidate_folder``'s with), the extra model's validation score, seconds and weight in
-    the final model; then the pairs whose final validation is better / level / worse and the mean relative
-    reduction of the final model's validation error."""
+    the final model; then the pairs whose final validation is better / level / worse, the mean relative
+    reduction of the final model's validation error and the pairs in which the extra model carries weight."""
     from .ensemble import mean_finite, outcome, relative_error_reduction
 
-    body, outcomes, gains = [], [], []
+    body, outcomes, gains, weighted = [], [], [], 0
     for seed in seeds:
         base, cand = ensemble_ours(base_folder, False, seed), ensemble_ours(candidate_folder, True, seed)
         for d, b in base.items():
@@ -690,6 +690,7 @@ def ensemble_extra(base_folder: str, candidate_folder: str, extra: str, seeds: S
             gains.append(relative_error_reduction(e_c, e_b))
             val, wall = _model_value(c, extra, "val"), _model_value(c, extra, "wall_s")
             weight = (c.get("weights") or {}).get(c["best_model"], {}).get(extra, 0.0)
+            weighted += weight > 0
             body.append([f"{d}, seed {seed}" + (" ↓" if b["task"] == "regression" else ""),
                          _pair(b["val_score"], c["val_score"]), _pair(b["test_score"], c["test_score"]),
                          "—" if val is None else fmt(val), "—" if wall is None else f"{wall:.0f}",
@@ -699,6 +700,8 @@ def ensemble_extra(base_folder: str, candidate_folder: str, extra: str, seeds: S
     body.append([f"**{len(outcomes)} pairs: final validation better / level / worse**", counts,
                  "", "", "", "", ""])
     body.append(["**mean relative reduction of the final validation error**", f"{100 * mean:+.2f} %",
+                 "", "", "", "", ""])
+    body.append(["**pairs in which the added model carries weight**", f"{weighted} of {len(outcomes)}",
                  "", "", "", "", ""])
     return markdown(["dataset (↓: RMSE)", "final model, val", "final model, test", "added model, val",
                      "added model, s", "added model's final weight", "fit s"], body)
@@ -711,7 +714,7 @@ def exp_idle_maya() -> str:
 
 @table("exp-idle-tabswift")
 def exp_idle_tabswift() -> str:
-    return ensemble_extra(TWO_SEEDS, "ensemble_600s_idle_tabswift", "TabSwift_ft_BAG_L1")
+    return ensemble_extra(TWO_SEEDS, "ensemble_600s_idle_tabswift", "TabSwift_ft_BAG_L1", seeds=(0, 1))
 
 
 @table("exp-ensemble-repeat")

@@ -101,7 +101,7 @@ def test_two_seed_tables_average_seeds_and_judge_targets_only_when_complete(tmp_
 
 def test_an_added_model_is_judged_on_the_final_validation_error(tmp_path, monkeypatch):
     """Validation accuracy .80 -> .84: errors .20 -> .16, a 20 % reduction; a dataset without a candidate row is
-    left out; the added model's weight is read from the final model's weights."""
+    left out; the added model's weight is read from the final model's weights, and the pairs with weight counted."""
     import json
 
     def row(dataset, candidate, val, extra_weight=0.0):
@@ -112,8 +112,8 @@ def test_an_added_model_is_judged_on_the_final_validation_error(tmp_path, monkey
                 "best_model": "WeightedEnsemble_L2",
                 "weights": {"WeightedEnsemble_L2": {"Maya_plr_BAG_L1": extra_weight}} if candidate else {}}
 
-    for folder, rows in (("base", [row("a", False, 0.80), row("b", False, 0.70)]),
-                         ("cand", [row("a", True, 0.84, 0.25)])):
+    for folder, rows in (("base", [row("a", False, 0.80), row("b", False, 0.70), row("c", False, 0.80)]),
+                         ("cand", [row("a", True, 0.84, 0.25), row("c", True, 0.80)])):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "results.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     monkeypatch.setattr(tables, "RESULTS", tmp_path)
@@ -124,4 +124,5 @@ def test_an_added_model_is_judged_on_the_final_validation_error(tmp_path, monkey
         tables.rows.cache_clear()
     assert "| a, seed 0 | 0.8000 → 0.8400 | 0.7500 → 0.7900 | 0.8100 | 44 | 0.25 | 120 → 200 |" in out
     assert "| b, seed 0" not in out
-    assert "better / level / worse** | 1 / 0 / 0 |" in out and "| +20.00 % |" in out
+    assert "better / level / worse** | 1 / 1 / 0 |" in out and "| +10.00 % |" in out  # (20 % + 0 %) / 2
+    assert "carries weight** | 1 of 2 |" in out

@@ -15,6 +15,7 @@ the results file and every rule here is unit-tested on synthetic rows:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple
 
@@ -175,6 +176,17 @@ def prior_fallbacks(model_info: Mapping) -> int:
     children = list((model_info.get("children_info") or {}).values()) or [model_info]
     return sum(bool((c.get("maya_fit") or {}).get("fallback") or (c.get("tabswift_prior_check") or {}).get("fallback"))
                for c in children)
+
+
+def maya_stops(model_info: Mapping) -> Dict[str, int]:
+    """Why a MAYA model's networks stopped, counted over a bag's children (or the model itself): the rule of
+    each fit's ``maya_fit["stop"]`` (``patience``, ``max_epochs``, ``time``, ...) and, as ``early``, how many
+    ended before half of their time limit; children without a record are left out."""
+    children = list((model_info.get("children_info") or {}).values()) or [model_info]
+    stops = [(c.get("maya_fit") or {}).get("stop") for c in children]
+    counts = Counter(s["rule"] for s in stops if s and s.get("rule"))
+    early = sum(bool(s.get("stopped_early")) for s in stops if s)
+    return {**dict(sorted(counts.items())), "early": early} if counts else {}
 
 
 # ---- P1 sizes and the time-limit rule ---------------------------------------------------------------------

@@ -36,7 +36,8 @@ hash of HEAD, ``-dirty`` when tracked files outside ``examples/benchmarks/result
 the last commit that touched anything outside the results folders), every fitted model (family, stack
 level, validation and test score, the wall time of its whole fit (``ModelWallClock``, Ray start-up of the
 parallel folds included) and its share of the fit's wall time, AutoGluon's own ``fit_time_marginal``, bag
-folds fitted), every requested model that was not fitted and why (``time``, ``memory``, ``error``,
+folds fitted; for MAYA and TabSwift the folds that fell back to the prior, for MAYA the rules that stopped
+its networks), every requested model that was not fitted and why (``time``, ``memory``, ``error``,
 ``constraint`` from AutoGluon's model failures; ``not started`` when AutoGluon skipped it for lack of time,
 which it does without recording a failure), the weights of every weighted ensemble, the predictor's
 inference time per 1,000 test rows (best model, persisted, after a warm-up call), the fit's wall time
@@ -207,7 +208,7 @@ def one_fit(spec: dict) -> dict:
 
     import autogluon_maya  # noqa: F401  (registers MAYA and TABSWIFT)
     from autogluon_maya.benchmarking.ensemble import (NEURAL_FAMILIES, best_by_validation, error_of, family,
-                                                      max_rows_for_train, over_time, prior_fallbacks,
+                                                      maya_stops, max_rows_for_train, over_time, prior_fallbacks,
                                                       stack_level, tree_wrong_neural_right)
     from autogluon_maya.benchmarking.fit_clock import ModelWallClock
     from autogluon_maya.benchmarking.p1 import p1_data, roc_auc
@@ -257,7 +258,9 @@ def one_fit(spec: dict) -> dict:
                          "n_folds": bag.get("num_child_models"),
                          # a bag's children that predict the prior instead (the two models that check)
                          "prior_fallbacks": prior_fallbacks(info.get(m, {})) if family(m) in ("MAYA", "TabSwift")
-                         else None}
+                         else None,
+                         # why MAYA's networks stopped: rule counts over the folds, "early" before half their time
+                         "stops": maya_stops(info.get(m, {})) if family(m) == "MAYA" else None}
         weights = {}
         for m in names:
             model = trainer.load_model(m)

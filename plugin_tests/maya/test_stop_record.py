@@ -9,6 +9,7 @@ import pandas as pd
 import torch
 
 from autogluon_maya import MayaModel
+from autogluon_maya.benchmarking.ensemble import maya_stops
 from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya import trainer
 from autogluon_maya.maya.defaults import resolve_defaults
@@ -99,3 +100,8 @@ def test_a_model_that_ends_before_half_its_time_records_why_in_its_info(tmp_path
     assert {k: stop[k] for k in ("rule", "epoch", "member", "seconds", "stopped_early")} == {
         "rule": "max_epochs", "epoch": 2, "member": 2, "seconds": 0.0, "stopped_early": True}
     assert stop["time_limit"] == model.get_info()["maya_fit"]["stop"]["time_limit"] > 30
+    # what the ensemble benchmark records per MAYA model: the rules counted over a bag's folds
+    info = model.get_info()
+    assert maya_stops(info) == {"max_epochs": 1, "early": 1}
+    assert maya_stops({"children_info": {"S1F1": info, "S1F2": info, "S1F3": {}}}) == {"max_epochs": 2, "early": 2}
+    assert maya_stops({}) == {}

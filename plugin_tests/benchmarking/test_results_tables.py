@@ -17,6 +17,15 @@ def test_docs_hold_marked_tables():
     assert {"maya-multiclass", "quick", "tabswift-zero-shot"} <= names, names
 
 
+def test_every_page_of_the_docs_is_checked(tmp_path):
+    """README.md and any docs/*.md, a page added later included; nothing else."""
+    (tmp_path / "docs").mkdir()
+    for name in ("README.md", "docs/b.md", "docs/a.md", "docs/notes.txt", "other.md"):
+        (tmp_path / name).write_text("x")
+    assert tables.doc_paths(tmp_path) == [tmp_path / "README.md", tmp_path / "docs/a.md", tmp_path / "docs/b.md"]
+    assert tables.REPO / "docs" / "ensemble_benchmark.md" in tables.doc_paths()
+
+
 @pytest.mark.parametrize("path", _docs(), ids=lambda p: p.name)
 def test_every_table_matches_its_results_file(path):
     stale = tables.differences(path.read_text())

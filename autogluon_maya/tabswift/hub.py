@@ -13,6 +13,10 @@ Built to fail fast: a fit must not hang on a network that is not there.
   huggingface_hub (which retries a silent server with back-off for ~30 s) is asked for anything.
 A failed attempt (probe, download or conversion) is remembered for the process, per endpoint: a bagged
 fit builds one model per fold, and each would otherwise wait for the same dead network again.
+``"auto"`` inside a fit with a time limit also bounds the download itself (``download_within``, a tenth of
+what is left of the fit's limit): a download that does not finish by then goes on in a daemon thread and
+the fit takes the shipped checkpoint; a later call in the process waits for nothing while that thread runs,
+and uses the file once it is in the hub's local cache.
 The file is converted once (``released.convert``) into ``<cache>/tabswift/hub/``.
 """
 
@@ -37,6 +41,8 @@ TIMEOUT_ENV = "AUTOGLUON_MAYA_HUB_TIMEOUT"
 
 #: endpoint -> why the released file could not be had from it; kept for the life of the process
 _FAILED: Dict[str, str] = {}
+#: endpoint -> the download that outlived its caller's bound, still running in the background
+_PENDING: Dict[str, threading.Thread] = {}
 
 
 class HubUnavailableError(RuntimeError):
@@ -49,8 +55,9 @@ class HubUnavailableError(RuntimeError):
 
 
 def forget_failures() -> None:
-    """Forget remembered failures, so that the next call tries the network again."""
+    """Forget remembered failures and downloads left running, so that the next call tries the network again."""
     _FAILED.clear()
+    _PENDING.clear()
 
 
 def _truthy(name: str) -> bool:
@@ -99,13 +106,14 @@ def cached_released() -> Optional[Path]:
     return Path(cached) if isinstance(cached, str) and Path(cached).is_file() else None
 
 
-def locate_released(timeout: Optional[float] = None) -> Tuple[Path, str]:
+def locate_released(timeout: Optional[float] = None, download_within: Optional[float] = None) -> Tuple[Path, str]:
     """``(converted checkpoint, how it was had)``, converting on first use.
 
     Raises ``ImportError`` (no huggingface_hub) or ``HubUnavailableError`` (offline, unreachable, the
-    download or the conversion failed, or one of those happened earlier in this process).  ``timeout``
+    download or the conversion failed, or one of those happened earlier in this process; the download
+    took longer than ``download_within`` seconds, or one that did is still running).  ``timeout``
     (default ``$AUTOGLUON_MAYA_HUB_TIMEOUT`` or 5 s) bounds the connectivity check and the hub's
-    metadata request."""
+    metadata request; ``download_within`` (None: unbounded) the download."""
     from .released import ReleasedCheckpointError, convert, is_our_checkpoint
 
     if timeout is None:
@@ -123,6 +131,11 @@ def locate_released(timeout: Optional[float] = None) -> Tuple[Path, str]:
     endpoint = str(getattr(constants, "ENDPOINT", None) or DEFAULT_ENDPOINT).rstrip("/")
     if endpoint in _FAILED:
         raise HubUnavailableError(f"{_FAILED[endpoint]} (an earlier attempt in this process; not retried)")
+    pending = _PENDING.get(endpoint)
+    if pending is not None and pending.is_alive():
+        raise HubUnavailableError(f"the download of {REPO_ID}/{FILENAME} started earlier in this process is still "
+                                  f"running")
+    _PENDING.pop(endpoint, None)
 
     def failed(reason: str) -> HubUnavailableError:
         _FAILED[endpoint] = reason
@@ -144,12 +157,28 @@ def locate_released(timeout: Optional[float] = None) -> Tuple[Path, str]:
     reason = endpoint_reachable(f"{endpoint}/{REPO_ID}/resolve/main/{FILENAME}", timeout)
     if reason:
         raise failed(f"the model hub {endpoint} is unreachable ({reason})")
-    try:
-        src = hf_hub_download(REPO_ID, FILENAME, etag_timeout=timeout, endpoint=endpoint)  # the one probed
-    except Exception as err:  # HTTP error, timeout, disk: all mean "no file", say why
+    result: Dict[str, object] = {}
+
+    def download() -> None:
+        try:
+            # from the endpoint probed above
+            result["path"] = hf_hub_download(REPO_ID, FILENAME, etag_timeout=timeout, endpoint=endpoint)
+        except Exception as err:  # HTTP error, timeout, disk: all mean "no file"
+            result["error"] = err
+
+    # a thread even without a bound, so that both paths run the same code; the caller waits for it
+    worker = threading.Thread(target=download, daemon=True, name="tabswift-hub-download")
+    worker.start()
+    worker.join(download_within)
+    if worker.is_alive():  # not remembered as a failure: the file may be complete for the next fit
+        _PENDING[endpoint] = worker
+        raise HubUnavailableError(f"the download of {REPO_ID}/{FILENAME} from {endpoint} did not finish within "
+                                  f"{download_within:.3g} s (it goes on in the background)")
+    if "error" in result:
+        err = result["error"]
         first = str(err).splitlines()[0] if str(err) else ""
-        raise failed(f"could not download {REPO_ID}/{FILENAME} from {endpoint} ({type(err).__name__}: {first})") \
-            from None
+        raise failed(f"could not download {REPO_ID}/{FILENAME} from {endpoint} ({type(err).__name__}: {first})")
+    src = str(result["path"])
     logger.info(f"TabSwift: downloaded {REPO_ID}/{FILENAME}; converting it once into {target}")
     return converted(src, f"downloaded from {endpoint}")
 

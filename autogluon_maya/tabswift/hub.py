@@ -14,15 +14,16 @@ Built to fail fast: a fit must not hang on a network that is not there.
 A failed attempt (probe, download or conversion) is remembered for the process, per endpoint: a bagged
 fit builds one model per fold, and each would otherwise wait for the same dead network again.
 ``"auto"`` inside a fit with a time limit also bounds the download itself (``download_within``, a tenth of
-what is left of the fit's limit): a download that does not finish by then goes on in a daemon thread and
-the fit takes the shipped checkpoint; a later call in the process waits for nothing while that thread runs,
-and uses the file once it is in the hub's local cache.
+what is left of the fit's limit; the probe gets no longer either): a download that does not finish by then is
+remembered like a failure, so every fold of a bagged fit and its refit load the same weights, and goes on
+in a daemon thread, so that the file may be in the hub's local cache for a later process.
 The file is converted once (``released.convert``) into ``<cache>/tabswift/hub/``.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import urllib.error
@@ -38,11 +39,12 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 MANUAL = (f"download {FILENAME} from https://huggingface.co/{REPO_ID} on a machine with internet access, then run "
           f"`autogluon-maya-convert {FILENAME} out/` and pass checkpoint_path='out/'")
 TIMEOUT_ENV = "AUTOGLUON_MAYA_HUB_TIMEOUT"
+#: a bounded download with less time than this is not tried
+MIN_DOWNLOAD_S = 1.0
+DOWNLOAD_THREAD = "tabswift-hub-download"
 
 #: endpoint -> why the released file could not be had from it; kept for the life of the process
 _FAILED: Dict[str, str] = {}
-#: endpoint -> the download that outlived its caller's bound, still running in the background
-_PENDING: Dict[str, threading.Thread] = {}
 
 
 class HubUnavailableError(RuntimeError):
@@ -55,9 +57,8 @@ class HubUnavailableError(RuntimeError):
 
 
 def forget_failures() -> None:
-    """Forget remembered failures and downloads left running, so that the next call tries the network again."""
+    """Forget remembered failures, so that the next call tries the network again."""
     _FAILED.clear()
-    _PENDING.clear()
 
 
 def _truthy(name: str) -> bool:
@@ -110,14 +111,16 @@ def locate_released(timeout: Optional[float] = None, download_within: Optional[f
     """``(converted checkpoint, how it was had)``, converting on first use.
 
     Raises ``ImportError`` (no huggingface_hub) or ``HubUnavailableError`` (offline, unreachable, the
-    download or the conversion failed, or one of those happened earlier in this process; the download
-    took longer than ``download_within`` seconds, or one that did is still running).  ``timeout``
-    (default ``$AUTOGLUON_MAYA_HUB_TIMEOUT`` or 5 s) bounds the connectivity check and the hub's
-    metadata request; ``download_within`` (None: unbounded) the download."""
+    download or the conversion failed, or took longer than ``download_within`` seconds, or one of those
+    happened earlier in this process).  ``timeout`` (default ``$AUTOGLUON_MAYA_HUB_TIMEOUT`` or 5 s) bounds
+    the connectivity check and the hub's metadata request; ``download_within`` (None or infinite: unbounded)
+    the download, and the check too where it is shorter."""
     from .released import ReleasedCheckpointError, convert, is_our_checkpoint
 
     if timeout is None:
         timeout = float(os.environ.get(TIMEOUT_ENV, 5.0))
+    if download_within is not None and not math.isfinite(download_within):
+        download_within = None
     target = converted_path()
     if is_our_checkpoint(target):
         return target, f"converted copy in {target.parent}"
@@ -131,11 +134,6 @@ def locate_released(timeout: Optional[float] = None, download_within: Optional[f
     endpoint = str(getattr(constants, "ENDPOINT", None) or DEFAULT_ENDPOINT).rstrip("/")
     if endpoint in _FAILED:
         raise HubUnavailableError(f"{_FAILED[endpoint]} (an earlier attempt in this process; not retried)")
-    pending = _PENDING.get(endpoint)
-    if pending is not None and pending.is_alive():
-        raise HubUnavailableError(f"the download of {REPO_ID}/{FILENAME} started earlier in this process is still "
-                                  f"running")
-    _PENDING.pop(endpoint, None)
 
     def failed(reason: str) -> HubUnavailableError:
         _FAILED[endpoint] = reason
@@ -154,7 +152,11 @@ def locate_released(timeout: Optional[float] = None, download_within: Optional[f
     if _truthy("HF_HUB_OFFLINE") or bool(getattr(constants, "HF_HUB_OFFLINE", False)):
         raise HubUnavailableError(f"HF_HUB_OFFLINE is set and {REPO_ID}/{FILENAME} is not in the local "
                                   f"Hugging Face hub cache")
-    reason = endpoint_reachable(f"{endpoint}/{REPO_ID}/resolve/main/{FILENAME}", timeout)
+    if download_within is not None and download_within < MIN_DOWNLOAD_S:  # not remembered: a later fit may have time
+        raise HubUnavailableError(f"{max(download_within, 0.0):.1f} s of the fit's time for the download, less than "
+                                  f"{MIN_DOWNLOAD_S:g} s")
+    reason = endpoint_reachable(f"{endpoint}/{REPO_ID}/resolve/main/{FILENAME}",
+                                timeout if download_within is None else min(timeout, download_within))
     if reason:
         raise failed(f"the model hub {endpoint} is unreachable ({reason})")
     result: Dict[str, object] = {}
@@ -167,13 +169,12 @@ def locate_released(timeout: Optional[float] = None, download_within: Optional[f
             result["error"] = err
 
     # a thread even without a bound, so that both paths run the same code; the caller waits for it
-    worker = threading.Thread(target=download, daemon=True, name="tabswift-hub-download")
+    worker = threading.Thread(target=download, daemon=True, name=DOWNLOAD_THREAD)
     worker.start()
     worker.join(download_within)
-    if worker.is_alive():  # not remembered as a failure: the file may be complete for the next fit
-        _PENDING[endpoint] = worker
-        raise HubUnavailableError(f"the download of {REPO_ID}/{FILENAME} from {endpoint} did not finish within "
-                                  f"{download_within:.3g} s (it goes on in the background)")
+    if worker.is_alive():
+        raise failed(f"the download of {REPO_ID}/{FILENAME} from {endpoint} did not finish within "
+                     f"{download_within:.1f} s (it goes on in the background, for a later process)")
     if "error" in result:
         err = result["error"]
         first = str(err).splitlines()[0] if str(err) else ""

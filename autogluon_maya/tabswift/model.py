@@ -38,7 +38,7 @@ TAU_CANDIDATES = (0.99, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5)
 #: that loads the same weights by their explicit name (``sources.WeightsChoice.replay``)
 CHOICE_KEY = "checkpoint_chosen"
 #: the share of a fit's remaining time checkpoint_path="auto" may spend downloading the released weights; a
-#: download that needs longer is not worth this fit (it finishes in the background for the next one)
+#: download that needs longer is not worth this fit (it finishes in the background, hub.py)
 DOWNLOAD_SHARE = 0.1
 #: set in params_trained by a fine_tune="auto" fit, beside fine_tune (True/False) and fine_tune_steps, so a refit
 #: without validation rows (refit_full, a bag's all-rows model) repeats the decision and says so.  The text

@@ -152,9 +152,9 @@ def locate_released(timeout: Optional[float] = None, download_within: Optional[f
     if _truthy("HF_HUB_OFFLINE") or bool(getattr(constants, "HF_HUB_OFFLINE", False)):
         raise HubUnavailableError(f"HF_HUB_OFFLINE is set and {REPO_ID}/{FILENAME} is not in the local "
                                   f"Hugging Face hub cache")
-    if download_within is not None and download_within < MIN_DOWNLOAD_S:  # not remembered: a later fit may have time
-        raise HubUnavailableError(f"{max(download_within, 0.0):.1f} s of the fit's time for the download, less than "
-                                  f"{MIN_DOWNLOAD_S:g} s")
+    if download_within is not None and download_within < MIN_DOWNLOAD_S:  # remembered too: a bag's folds agree
+        raise failed(f"{max(download_within, 0.0):.1f} s of the fit's time for the download, less than "
+                     f"{MIN_DOWNLOAD_S:g} s")
     reason = endpoint_reachable(f"{endpoint}/{REPO_ID}/resolve/main/{FILENAME}",
                                 timeout if download_within is None else min(timeout, download_within))
     if reason:

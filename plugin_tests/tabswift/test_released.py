@@ -770,19 +770,23 @@ def test_a_download_left_to_finish_in_the_background_serves_a_later_process(noth
     assert load_checkpoint(later.path).config.n_layers == SMALL_CONFIG["icl_num_blocks"]
 
 
-def test_auto_without_time_for_a_download_asks_no_hub_and_a_later_fit_may(nothing_cached, monkeypatch):
-    """Less than a second for the download: no request at all, and nothing remembered, so a fit with time (or
-    with an infinite bound, taken as none) asks the hub."""
+def test_auto_without_time_for_a_download_asks_no_hub(nothing_cached, monkeypatch):
+    """Less than a second for the download: no request at all, remembered like a failure (so a bag's other folds
+    load the same weights); once forgotten, an infinite bound counts as none and the hub is asked."""
+    from autogluon_maya.tabswift.hub import forget_failures
     from autogluon_maya.tabswift.sources import choose_weights
 
     hub = DeadHub()
     _serve_from(monkeypatch, hub.url)
     try:
         short = choose_weights("auto", download_within=-0.4)  # a spent budget
+        next_fold = choose_weights("auto", download_within=100.0)
         assert hub.connections == 0
+        forget_failures()
         unbounded = choose_weights("auto", download_within=float("inf"))
     finally:
         hub.close()
     assert short.source == "shipped" and "0.0 s of the fit's time for the download, less than 1 s" in short.reason
+    assert next_fold.source == "shipped" and "not retried" in next_fold.reason
     assert unbounded.source == "shipped" and f"the model hub {hub.url} is unreachable" in unbounded.reason
     assert hub.connections == 1

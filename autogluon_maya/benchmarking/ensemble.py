@@ -183,10 +183,10 @@ def maya_stops(model_info: Mapping) -> Dict[str, int]:
     each fit's ``maya_fit["stop"]`` (``patience``, ``max_epochs``, ``time``, ...) and, as ``early``, how many
     ended before half of their time limit; children without a record are left out."""
     children = list((model_info.get("children_info") or {}).values()) or [model_info]
-    stops = [(c.get("maya_fit") or {}).get("stop") for c in children]
-    counts = Counter(s["rule"] for s in stops if s and s.get("rule"))
-    early = sum(bool(s.get("stopped_early")) for s in stops if s)
-    return {**dict(sorted(counts.items())), "early": early} if counts else {}
+    stops = [s for s in ((c.get("maya_fit") or {}).get("stop") for c in children) if s]
+    counts = Counter(str(s.get("rule")) for s in stops)
+    early = sum(bool(s.get("stopped_early")) for s in stops)
+    return {**dict(sorted(counts.items())), "early": early} if stops else {}
 
 
 # ---- P1 sizes and the time-limit rule ---------------------------------------------------------------------

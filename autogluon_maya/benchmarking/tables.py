@@ -698,8 +698,8 @@ def ensemble_extra(base_folder: str, candidate_folder: str, extra: str, seeds: S
                  "", "", "", "", ""])
     body.append(["**mean relative reduction of the final validation error**", f"{100 * mean:+.2f} %",
                  "", "", "", "", ""])
-    body.append(["**pairs in which the added model carries weight**", f"{weighted} of {len(outcomes)}",
-                 "", "", "", "", ""])
+    body.append(["**pairs in which the added model carries weight in the final model**",
+                 f"{weighted} of {len(outcomes)}", "", "", "", "", ""])
     return markdown(["dataset (↓: RMSE)", "final model, val", "final model, test", "added model, val",
                      "added model, s", "added model's final weight", "fit s"], body)
 

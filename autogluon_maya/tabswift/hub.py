@@ -13,12 +13,17 @@ Built to fail fast: a fit must not hang on a network that is not there.
   huggingface_hub (which retries a silent server with back-off for ~30 s) is asked for anything.
 A failed attempt (probe, download or conversion) is remembered for the process, per endpoint: a bagged
 fit builds one model per fold, and each would otherwise wait for the same dead network again.
+``"auto"`` inside a fit with a time limit also bounds the download itself (``download_within``, a tenth of
+what is left of the fit's limit; the probe gets no longer either): a download that does not finish by then is
+remembered like a failure, so every fold of a bagged fit and its refit load the same weights, and goes on
+in a daemon thread, so that the file may be in the hub's local cache for a later process.
 The file is converted once (``released.convert``) into ``<cache>/tabswift/hub/``.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import urllib.error
@@ -34,6 +39,9 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 MANUAL = (f"download {FILENAME} from https://huggingface.co/{REPO_ID} on a machine with internet access, then run "
           f"`autogluon-maya-convert {FILENAME} out/` and pass checkpoint_path='out/'")
 TIMEOUT_ENV = "AUTOGLUON_MAYA_HUB_TIMEOUT"
+#: a bounded download with less time than this is not tried
+MIN_DOWNLOAD_S = 1.0
+DOWNLOAD_THREAD = "tabswift-hub-download"
 
 #: endpoint -> why the released file could not be had from it; kept for the life of the process
 _FAILED: Dict[str, str] = {}
@@ -99,17 +107,20 @@ def cached_released() -> Optional[Path]:
     return Path(cached) if isinstance(cached, str) and Path(cached).is_file() else None
 
 
-def locate_released(timeout: Optional[float] = None) -> Tuple[Path, str]:
+def locate_released(timeout: Optional[float] = None, download_within: Optional[float] = None) -> Tuple[Path, str]:
     """``(converted checkpoint, how it was had)``, converting on first use.
 
     Raises ``ImportError`` (no huggingface_hub) or ``HubUnavailableError`` (offline, unreachable, the
-    download or the conversion failed, or one of those happened earlier in this process).  ``timeout``
-    (default ``$AUTOGLUON_MAYA_HUB_TIMEOUT`` or 5 s) bounds the connectivity check and the hub's
-    metadata request."""
+    download or the conversion failed, or took longer than ``download_within`` seconds, or one of those
+    happened earlier in this process).  ``timeout`` (default ``$AUTOGLUON_MAYA_HUB_TIMEOUT`` or 5 s) bounds
+    the connectivity check and the hub's metadata request; ``download_within`` (None or infinite: unbounded)
+    the download, and the check too where it is shorter."""
     from .released import ReleasedCheckpointError, convert, is_our_checkpoint
 
     if timeout is None:
         timeout = float(os.environ.get(TIMEOUT_ENV, 5.0))
+    if download_within is not None and not math.isfinite(download_within):
+        download_within = None
     target = converted_path()
     if is_our_checkpoint(target):
         return target, f"converted copy in {target.parent}"
@@ -141,15 +152,34 @@ def locate_released(timeout: Optional[float] = None) -> Tuple[Path, str]:
     if _truthy("HF_HUB_OFFLINE") or bool(getattr(constants, "HF_HUB_OFFLINE", False)):
         raise HubUnavailableError(f"HF_HUB_OFFLINE is set and {REPO_ID}/{FILENAME} is not in the local "
                                   f"Hugging Face hub cache")
-    reason = endpoint_reachable(f"{endpoint}/{REPO_ID}/resolve/main/{FILENAME}", timeout)
+    if download_within is not None and download_within < MIN_DOWNLOAD_S:  # remembered too: a bag's folds agree
+        raise failed(f"{max(download_within, 0.0):.1f} s of the fit's time for the download, less than "
+                     f"{MIN_DOWNLOAD_S:g} s")
+    reason = endpoint_reachable(f"{endpoint}/{REPO_ID}/resolve/main/{FILENAME}",
+                                timeout if download_within is None else min(timeout, download_within))
     if reason:
         raise failed(f"the model hub {endpoint} is unreachable ({reason})")
-    try:
-        src = hf_hub_download(REPO_ID, FILENAME, etag_timeout=timeout, endpoint=endpoint)  # the one probed
-    except Exception as err:  # HTTP error, timeout, disk: all mean "no file", say why
+    result: Dict[str, object] = {}
+
+    def download() -> None:
+        try:
+            # from the endpoint probed above
+            result["path"] = hf_hub_download(REPO_ID, FILENAME, etag_timeout=timeout, endpoint=endpoint)
+        except Exception as err:  # HTTP error, timeout, disk: all mean "no file"
+            result["error"] = err
+
+    # a thread even without a bound, so that both paths run the same code; the caller waits for it
+    worker = threading.Thread(target=download, daemon=True, name=DOWNLOAD_THREAD)
+    worker.start()
+    worker.join(download_within)
+    if worker.is_alive():
+        raise failed(f"the download of {REPO_ID}/{FILENAME} from {endpoint} did not finish within "
+                     f"{download_within:.1f} s (it goes on in the background, for a later process)")
+    if "error" in result:
+        err = result["error"]
         first = str(err).splitlines()[0] if str(err) else ""
-        raise failed(f"could not download {REPO_ID}/{FILENAME} from {endpoint} ({type(err).__name__}: {first})") \
-            from None
+        raise failed(f"could not download {REPO_ID}/{FILENAME} from {endpoint} ({type(err).__name__}: {first})")
+    src = str(result["path"])
     logger.info(f"TabSwift: downloaded {REPO_ID}/{FILENAME}; converting it once into {target}")
     return converted(src, f"downloaded from {endpoint}")
 

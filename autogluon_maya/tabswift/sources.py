@@ -60,11 +60,11 @@ class WeightsChoice:
         return out
 
 
-def _released_or_shipped(requested: str) -> WeightsChoice:
+def _released_or_shipped(requested: str, download_within: Optional[float]) -> WeightsChoice:
     from .hub import HubUnavailableError, locate_released
 
     try:
-        path, how = locate_released()
+        path, how = locate_released(download_within=download_within)
     except ImportError:
         reason = "huggingface_hub is not installed (pip install 'autogluon_maya[hub]')"
     except HubUnavailableError as err:
@@ -75,8 +75,10 @@ def _released_or_shipped(requested: str) -> WeightsChoice:
                          f"the authors' released weights are not available ({reason})", replay=SHIPPED, fallback=True)
 
 
-def choose_weights(requested: Any) -> WeightsChoice:
-    """Resolve a ``checkpoint_path`` value (see the module docstring) to the weights to load."""
+def choose_weights(requested: Any, download_within: Optional[float] = None) -> WeightsChoice:
+    """Resolve a ``checkpoint_path`` value (see the module docstring) to the weights to load.
+    ``download_within``: the seconds ``"auto"`` may spend downloading the released weights (None: no bound);
+    ``"hub"`` asks for them explicitly and is not bounded."""
     from .hub import fetch_released
     from .released import resolve_checkpoint
 
@@ -88,7 +90,7 @@ def choose_weights(requested: Any) -> WeightsChoice:
         requested, label = env, f"${ENV}={env}"
     value = SHIPPED if requested is None else str(requested)
     if value == AUTO:
-        return _released_or_shipped(label)
+        return _released_or_shipped(label, download_within)
     if value == SHIPPED:
         return WeightsChoice(SHIPPED_CHECKPOINT, SHIPPED_SOURCE, label, "the checkpoint shipped in the package",
                              replay=SHIPPED)

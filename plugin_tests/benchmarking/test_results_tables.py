@@ -134,4 +134,4 @@ def test_an_added_model_is_judged_on_the_final_validation_error(tmp_path, monkey
     assert "| a, seed 0 | 0.8000 → 0.8400 | 0.7500 → 0.7900 | 0.8100 | 44 | 0.25 | 120 → 200 |" in out
     assert "| b, seed 0" not in out
     assert "better / level / worse** | 1 / 1 / 0 |" in out and "| +10.00 % |" in out  # (20 % + 0 %) / 2
-    assert "carries weight** | 1 of 2 |" in out
+    assert "carries weight in the final model** | 1 of 2 |" in out

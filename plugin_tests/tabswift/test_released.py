@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import time
 import warnings
 from pathlib import Path
@@ -637,3 +638,155 @@ def test_stage3_adds_exit_heads_to_a_converted_release(tmp_path):
         assert out.exit_logits[0].shape == (2, N_QUERY)
     with pytest.raises(ValueError, match="--model released"):  # the size preset must match the checkpoint
         train(PretrainConfig(**{**run, "model": "tiny", "out_dir": str(tmp_path / "bad")}), progress=False)
+
+
+class SlowHub:
+    """A local hub that answers every metadata request (HEAD) at once and serves ``body`` (GET) after ``delay``
+    seconds.  Counts both kinds of request."""
+
+    def __init__(self, body: bytes = b"", delay: float = 0.0):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        hub = self
+        self.heads, self.gets = 0, 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def _headers(self):
+                self.send_response(200)
+                for k, v in {"X-Repo-Commit": "0" * 40, "ETag": '"slow"', "Content-Length": str(len(body)),
+                             "Content-Type": "application/octet-stream"}.items():
+                    self.send_header(k, v)
+                self.end_headers()
+
+            def do_HEAD(self):  # noqa: N802 (http.server's names)
+                hub.heads += 1
+                self._headers()
+
+            def do_GET(self):  # noqa: N802
+                hub.gets += 1
+                time.sleep(delay)
+                self._headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def requests(self) -> int:
+        return self.heads + self.gets
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _serve_from(monkeypatch, url: str) -> None:
+    """Point huggingface_hub at ``url``, both values it derives from ``HF_ENDPOINT`` when first imported."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "ENDPOINT", url)
+    monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", url + "/{repo_id}/resolve/{revision}/{filename}")
+
+
+def test_auto_gives_up_a_download_that_outlasts_its_share_of_the_time_limit(nothing_cached, monkeypatch):
+    """checkpoint_path="auto" in a fit with a 20 s limit (on a clock that stands still) may download for a
+    tenth of it: the hub answers but serves too slowly, so the fit takes the shipped weights after about two
+    seconds and says why.  The next fit in the process (a bag's next fold) loads the same shipped weights
+    without asking the hub again."""
+    import threading
+
+    import huggingface_hub
+
+    from autogluon_maya import TabSwiftModel
+    from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
+
+    hub = SlowHub()  # answers the reachability probe
+    _serve_from(monkeypatch, hub.url)
+    released, downloads = threading.Event(), []
+
+    def slow_download(*args, **kwargs):  # a download that lasts until the test ends, then fails
+        downloads.append(kwargs.get("endpoint"))
+        released.wait(60)
+        raise ConnectionError("the test is over")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", slow_download)
+    df = _binary_frame(120)
+    X, y = df.drop(columns="y"), (df["y"] == "pos").astype(int)
+    hp = {"checkpoint_path": "auto", "n_estimators": 1, "max_context_rows": 64, "fine_tune": False}
+    try:
+        reasons, requests = [], []
+        for name in ("first", "second"):
+            model = TabSwiftModel(path=str(nothing_cached.parent / name), name=name, problem_type="binary",
+                                  hyperparameters=hp)
+            model._budget_clock = lambda: 0.0
+            model.fit(X=X, y=y, time_limit=20, num_cpus=1, num_gpus=0)
+            weights = model.get_info()["tabswift_weights"]
+            assert (weights["source"], Path(weights["file"]).stem) == ("shipped", SHIPPED_CHECKPOINT.name)
+            reasons.append(weights["reason"])
+            requests.append(hub.requests())
+    finally:
+        released.set()
+        hub.close()
+    # a tenth of the limit _fit was given (AutoGluon's fit takes its own preparation off the 20 s)
+    assert re.search(r"from http://127\.0\.0\.1:\d+ did not finish within (1\.\d|2\.0) s \(it goes on in the "
+                     r"background", reasons[0]), reasons[0]
+    assert reasons[1].endswith("(an earlier attempt in this process; not retried))"), reasons[1]
+    assert downloads == [hub.url] and requests[1] == requests[0]  # the second fit asked the hub nothing
+
+
+def test_a_download_left_to_finish_in_the_background_serves_a_later_process(nothing_cached, monkeypatch, tmp_path):
+    """The released file arrives 1.2 s after a 1 s bound: this process keeps the shipped weights (a bag's folds
+    must agree), and the file the download left in the hub's local cache is converted and loaded by a later
+    process (here: after forgetting the failure) without asking the hub again."""
+    import threading
+
+    from autogluon_maya.tabswift.hub import DOWNLOAD_THREAD, forget_failures
+    from autogluon_maya.tabswift.sources import choose_weights
+
+    body = write_authors_ckpt(tmp_path / "swift.ckpt").read_bytes()
+    hub = SlowHub(body=body, delay=1.2)
+    _serve_from(monkeypatch, hub.url)
+    try:
+        first = choose_weights("auto", download_within=1.0)
+        for t in threading.enumerate():
+            if t.name == DOWNLOAD_THREAD:
+                t.join(60)
+        same_process = choose_weights("auto", download_within=1.0)
+        seen = hub.requests()
+        forget_failures()
+        later = choose_weights("auto", download_within=1.0)
+    finally:
+        hub.close()
+    assert first.source == "shipped" and "did not finish within 1.0 s" in first.reason, first.reason
+    assert same_process.source == "shipped" and "not retried" in same_process.reason
+    assert later.source == "released" and "found in the local Hugging Face hub cache" in later.reason, later.reason
+    assert hub.requests() == seen
+    assert load_checkpoint(later.path).config.n_layers == SMALL_CONFIG["icl_num_blocks"]
+
+
+def test_auto_without_time_for_a_download_asks_no_hub(nothing_cached, monkeypatch):
+    """Less than a second for the download: no request at all, remembered like a failure (so a bag's other folds
+    load the same weights); once forgotten, an infinite bound counts as none and the hub is asked."""
+    from autogluon_maya.tabswift.hub import forget_failures
+    from autogluon_maya.tabswift.sources import choose_weights
+
+    hub = DeadHub()
+    _serve_from(monkeypatch, hub.url)
+    try:
+        short = choose_weights("auto", download_within=-0.4)  # a spent budget
+        next_fold = choose_weights("auto", download_within=100.0)
+        assert hub.connections == 0
+        forget_failures()
+        unbounded = choose_weights("auto", download_within=float("inf"))
+    finally:
+        hub.close()
+    assert short.source == "shipped" and "0.0 s of the fit's time for the download, less than 1 s" in short.reason
+    assert next_fold.source == "shipped" and "not retried" in next_fold.reason
+    assert unbounded.source == "shipped" and f"the model hub {hub.url} is unreachable" in unbounded.reason
+    assert hub.connections == 1

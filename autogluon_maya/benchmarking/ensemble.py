@@ -168,22 +168,26 @@ def best_by_validation(val_scores: Mapping[str, float], candidates: Iterable[str
     return best
 
 
+def _fits(model_info: Mapping) -> list:
+    """The infos of a model's fitted networks: a bag's children (``children_info``: its folds, or the one
+    all-rows model of a bag fitted with ``refit_folds``), or the model itself."""
+    return list((model_info.get("children_info") or {}).values()) or [model_info]
+
+
 def prior_fallbacks(model_info: Mapping) -> int:
     """How many of a model's fitted networks predict the prior instead (MAYA's ``maya_fit["fallback"]``,
     TabSwift's ``tabswift_prior_check["fallback"]``), from AutoGluon's model info: a bag's children
     (``children_info``: its folds, or the one all-rows model of a bag fitted with ``refit_folds``, which
     repeats its folds' majority), or the model itself."""
-    children = list((model_info.get("children_info") or {}).values()) or [model_info]
     return sum(bool((c.get("maya_fit") or {}).get("fallback") or (c.get("tabswift_prior_check") or {}).get("fallback"))
-               for c in children)
+               for c in _fits(model_info))
 
 
 def maya_stops(model_info: Mapping) -> Dict[str, int]:
     """Why a MAYA model's networks stopped, counted over a bag's children (or the model itself): the rule of
     each fit's ``maya_fit["stop"]`` (``patience``, ``max_epochs``, ``time``, ...) and, as ``early``, how many
     ended before half of their time limit; children without a record are left out."""
-    children = list((model_info.get("children_info") or {}).values()) or [model_info]
-    stops = [s for s in ((c.get("maya_fit") or {}).get("stop") for c in children) if s]
+    stops = [s for s in ((c.get("maya_fit") or {}).get("stop") for c in _fits(model_info)) if s]
     counts = Counter(str(s.get("rule")) for s in stops)
     early = sum(bool(s.get("stopped_early")) for s in stops)
     return {**dict(sorted(counts.items())), "early": early} if stops else {}

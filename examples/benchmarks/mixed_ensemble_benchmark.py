@@ -46,7 +46,8 @@ tables the counts of test rows where the best tree model (by validation) is wron
 
 Outputs in ``--out``: ``results.jsonl`` (appended, one row per finished or failed fit), ``results.md`` (the
 report), ``error_reduction.png``, ``pama.png`` and ``logs/<dataset>_<config>.log`` (AutoGluon's output of
-the latest fit of that pair).  Resumable and cumulative: a (dataset, config) pair that has an ``ok`` row with
+the latest fit of that pair).  A split seed other than 0 adds ``_seed<N>`` to each of these names, so one
+folder holds a report per seed.  Resumable and cumulative: a (dataset, config) pair that has an ``ok`` row with
 the same settings is skipped (``--refit`` fits it again, ``--refit-stale`` when no ``ok`` row ran this
 checkout's package version; the report takes the latest ``ok`` row); failed
 fits are recorded and retried on the next run.  Every fit runs in its own child process, so a crash or an
@@ -803,12 +804,21 @@ def write_report(out: Path, settings: dict | None = None, seed: int | None = Non
     lines += neural_models_section(latest, order)
     lines += versions_section(rows, settings, package_repo())
     text = "\n".join(lines)
-    (out / "results.md").write_text(text)
-    plot(comp, out / "error_reduction.png", smoke, "; ".join(titles))
+    paths = report_paths(out, s.get("seed"))
+    paths["results.md"].write_text(text)
+    plot(comp, paths["error_reduction.png"], smoke, "; ".join(titles))
     from autogluon_maya.benchmarking import plots
 
-    plots.pama_bar(pama0, out / "pama.png", 0.0, len(scores))
+    plots.pama_bar(pama0, paths["pama.png"], 0.0, len(scores))
     return text
+
+
+def report_paths(out: Path, seed) -> dict[str, Path]:
+    """The report's files of split seed ``seed``: ``results.md``, ``error_reduction.png`` and ``pama.png`` for
+    seed 0 (or unknown), with ``_seed<N>`` before the suffix for any other seed, like the logs."""
+    tag = f"_seed{int(seed)}" if seed not in (None, "?") and int(seed) else ""
+    return {name: out / f"{Path(name).stem}{tag}{Path(name).suffix}"
+            for name in ("results.md", "error_reduction.png", "pama.png")}
 
 
 def plot(comp: list[dict], path: Path, smoke: bool, subtitle: str = "") -> None:
@@ -891,8 +901,9 @@ def main(argv=None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
         run(args, out)
-    print(write_report(out, settings_of(args)) if not args.report_only else write_report(out, seed=args.report_seed))
-    print(f"wrote {out / 'results.md'}, {out / 'error_reduction.png'}, {out / 'pama.png'}")
+    settings = settings_of(args) if not args.report_only else None
+    print(write_report(out, settings, seed=args.report_seed))
+    print(f"wrote the report (results.md and two PNGs, named by split seed) in {out}")
 
 
 if __name__ == "__main__":

@@ -256,23 +256,29 @@ def test_every_fit_keeps_a_log_of_its_own(bench, tmp_path, monkeypatch):
     assert logs == ["d1_ours.log", "d1_ours_seed1.log", "d1_ours_seed1_candidate.log"]
 
 
-def test_report_only_rebuilds_the_report_of_the_seed_asked_for(bench, tmp_path, monkeypatch):
-    """Rows of two split seeds in one folder: --report-only reports the latest seed's settings, or the seed given."""
+def test_each_split_seed_has_its_own_report(bench, tmp_path, monkeypatch):
+    """Rows of two split seeds in one folder: a seed-1 run leaves seed 0's report as it was and writes its own
+    beside it; --report-only rebuilds the latest seed's report, or the seed given."""
     data = _datasets(tmp_path, ["d1"])
     monkeypatch.setattr(bench, "code_version", lambda out: {"commit": "c", "code_commit": "c", "package_commit": "c"})
     out = tmp_path / "out"
     argv = ["--data-dir", data, "--datasets", "d1", "--configs", "gbdt,ours", "--time-limit", "60", "--out", str(out)]
     monkeypatch.setattr(bench, "run_child", _fake_fit({("d1", "gbdt"): 0.2, ("d1", "ours"): 0.1}, []))
     bench.main(argv)
+    seed0 = (out / "results.md").read_text()
+    assert "(64/16/20, seed 0," in seed0 and "ours vs gbdt: no dataset" not in seed0
     bench.main(argv + ["--seed", "1", "--configs", "ours"])
+    assert (out / "results.md").read_text() == seed0
+    seed1 = (out / "results_seed1.md").read_text()
+    assert "(64/16/20, seed 1," in seed1 and "ours vs gbdt: no dataset with both fits yet" in seed1
+    assert all((out / f).stat().st_size > 0 for f in ("error_reduction_seed1.png", "pama_seed1.png"))
 
-    def report():
-        return (out / "results.md").read_text()
-
+    for f in ("results.md", "results_seed1.md"):
+        (out / f).unlink()
     bench.main(["--report-only", "--out", str(out)])
-    assert "(64/16/20, seed 1," in report() and "ours vs gbdt: no dataset with both fits yet" in report()
+    assert (out / "results_seed1.md").read_text() == seed1 and not (out / "results.md").exists()
     bench.main(["--report-only", "--seed", "0", "--out", str(out)])
-    assert "(64/16/20, seed 0," in report() and "ours vs gbdt: no dataset" not in report()
+    assert (out / "results.md").read_text() == seed0
 
 
 def _datasets(tmp_path, names):

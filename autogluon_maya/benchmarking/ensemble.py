@@ -168,6 +168,14 @@ def best_by_validation(val_scores: Mapping[str, float], candidates: Iterable[str
     return best
 
 
+def final_weights(row: Mapping) -> Dict[str, float]:
+    """The members of the model AutoGluon picked (a result row's ``best_model``) with their weights, from the
+    row's ``weights`` (weighted ensemble -> member -> weight); a picked model that is not an ensemble is its
+    own single member with weight 1."""
+    best = row.get("best_model")
+    return dict((row.get("weights") or {}).get(best) or ({best: 1.0} if best else {}))
+
+
 def _fits(model_info: Mapping) -> list:
     """The infos of a model's fitted networks: a bag's children (``children_info``: its folds, or the one
     all-rows model of a bag fitted with ``refit_folds``), or the model itself."""

@@ -33,6 +33,8 @@ TABLES: Dict[str, Callable[[], str]] = {}
 
 
 def table(name: str):
+    """Register the function that renders the table ``name``: as a decorator, or ``table(name)(lambda: ...)``
+    for a table that is one call of a shared builder."""
     def register(fn: Callable[[], str]) -> Callable[[], str]:
         TABLES[name] = fn
         return fn
@@ -553,14 +555,10 @@ def maya_alone_300s() -> str:
 FT_STEPS = (("TABSWIFT@auto", "100 steps"), ("TABSWIFT@steps400", "400 steps (the default now)"))
 
 
-@table("tabswift-fine-tune-steps-val")
-def tabswift_fine_tune_steps_val() -> str:
-    return _settings_table("tabswift_fine_tune_steps", FT_STEPS, "val_score", "100 steps")
-
-
-@table("tabswift-fine-tune-steps-test")
-def tabswift_fine_tune_steps_test() -> str:
-    return _settings_table("tabswift_fine_tune_steps", FT_STEPS, "test", "100 steps")
+table("tabswift-fine-tune-steps-val")(
+    lambda: _settings_table("tabswift_fine_tune_steps", FT_STEPS, "val_score", "100 steps"))
+table("tabswift-fine-tune-steps-test")(
+    lambda: _settings_table("tabswift_fine_tune_steps", FT_STEPS, "test", "100 steps"))
 
 
 # ---- MAYA's numeric embeddings (docs/maya.md) ---------------------------------------------------------------
@@ -606,18 +604,8 @@ def _settings_table(folder: str, variants: Sequence[tuple], key: str, base_name:
     return markdown(["table (metric)", "seed"] + [label for _, label in variants], body, "ll" + "r" * len(variants))
 
 
-def _embeddings_table(key: str) -> str:
-    return _settings_table("num_embeddings", EMBEDDINGS, key, "linear")
-
-
-@table("maya-embeddings-val")
-def maya_embeddings_val() -> str:
-    return _embeddings_table("val_score")
-
-
-@table("maya-embeddings-test")
-def maya_embeddings_test() -> str:
-    return _embeddings_table("test")
+table("maya-embeddings-val")(lambda: _settings_table("num_embeddings", EMBEDDINGS, "val_score", "linear"))
+table("maya-embeddings-test")(lambda: _settings_table("num_embeddings", EMBEDDINGS, "test", "linear"))
 
 
 # ---- MAYA: TabM's parameter-efficient members and RealMLP's / TabM's input scaling (docs/maya.md) ------------
@@ -627,19 +615,10 @@ TABM_INSTEAD = (("MAYA@m1", "one network"), ("MAYA@k4m1", "one network, `tabm_k=
                 ("MAYA", "default (up to 3 networks)"))
 
 
-@table("maya-tabm-scaling-val")
-def maya_tabm_scaling_val() -> str:
-    return _settings_table("maya_tabm_and_scaling", TABM_SCALING, "val_score")
-
-
-@table("maya-tabm-instead-val")
-def maya_tabm_instead_val() -> str:
-    return _settings_table("maya_tabm_and_scaling", TABM_INSTEAD, "val_score", "one network")
-
-
-@table("maya-tabm-scaling-test")
-def maya_tabm_scaling_test() -> str:
-    return _settings_table("maya_tabm_and_scaling", TABM_SCALING, "test")
+table("maya-tabm-scaling-val")(lambda: _settings_table("maya_tabm_and_scaling", TABM_SCALING, "val_score"))
+table("maya-tabm-instead-val")(
+    lambda: _settings_table("maya_tabm_and_scaling", TABM_INSTEAD, "val_score", "one network"))
+table("maya-tabm-scaling-test")(lambda: _settings_table("maya_tabm_and_scaling", TABM_SCALING, "test"))
 
 
 # ---- MAYA: more patience, and the weight average for regression (docs/maya.md) -----------------------------
@@ -647,24 +626,12 @@ PATIENCE = (("MAYA@again", "default (`patience=16`)"), ("MAYA@p32", "`patience=3
 EMA_REGRESSION = (("MAYA@again", "default (`ema_epochs=5`)"), ("MAYA@noema", "`ema_epochs=None`"))
 
 
-@table("maya-patience-val")
-def maya_patience_val() -> str:
-    return _settings_table("maya_patience_and_ema", PATIENCE, "val_score", "the default")
-
-
-@table("maya-ema-regression-val")
-def maya_ema_regression_val() -> str:
-    return _settings_table("maya_patience_and_ema", EMA_REGRESSION, "val_score", "the default")
-
-
-@table("exp-light-ft")
-def exp_light_ft() -> str:
-    return ensemble_pair("ensemble_600s", "ensemble_600s_light_ft")
-
-
-@table("exp-fair-share")
-def exp_fair_share() -> str:
-    return ensemble_pair("ensemble_600s_fair_share", "ensemble_600s_fair_share", candidate=True, seeds=(0, 1))
+table("maya-patience-val")(lambda: _settings_table("maya_patience_and_ema", PATIENCE, "val_score", "the default"))
+table("maya-ema-regression-val")(
+    lambda: _settings_table("maya_patience_and_ema", EMA_REGRESSION, "val_score", "the default"))
+table("exp-light-ft")(lambda: ensemble_pair("ensemble_600s", "ensemble_600s_light_ft"))
+table("exp-fair-share")(
+    lambda: ensemble_pair("ensemble_600s_fair_share", "ensemble_600s_fair_share", candidate=True, seeds=(0, 1)))
 
 
 def ensemble_extra(base_folder: str, candidate_folder: str, extra: str, seeds: Sequence[int] = (0,)) -> str:
@@ -673,7 +640,7 @@ def ensemble_extra(base_folder: str, candidate_folder: str, extra: str, seeds: S
     candidate entries -> ``candidate_folder``'s with), the extra model's validation score, seconds and weight in
     the final model; then the pairs whose final validation is better / level / worse, the mean relative
     reduction of the final model's validation error and the pairs in which the extra model carries weight."""
-    from .ensemble import mean_finite, outcome, relative_error_reduction
+    from .ensemble import final_weights, mean_finite, outcome, relative_error_reduction
 
     body, outcomes, gains, weighted = [], [], [], 0
     for seed in seeds:
@@ -686,7 +653,7 @@ def ensemble_extra(base_folder: str, candidate_folder: str, extra: str, seeds: S
             outcomes.append(outcome(e_c, e_b))
             gains.append(relative_error_reduction(e_c, e_b))
             val, wall = _model_value(c, extra, "val"), _model_value(c, extra, "wall_s")
-            weight = (c.get("weights") or {}).get(c["best_model"], {}).get(extra, 0.0)
+            weight = final_weights(c).get(extra, 0.0)
             weighted += weight > 0
             body.append([f"{d}, seed {seed}" + (" ↓" if b["task"] == "regression" else ""),
                          _pair(b["val_score"], c["val_score"]), _pair(b["test_score"], c["test_score"]),
@@ -704,19 +671,10 @@ def ensemble_extra(base_folder: str, candidate_folder: str, extra: str, seeds: S
                      "added model, s", "added model's final weight", "fit s"], body)
 
 
-@table("exp-idle-maya")
-def exp_idle_maya() -> str:
-    return ensemble_extra(TWO_SEEDS, "ensemble_600s_idle_maya", "Maya_plr_BAG_L1", seeds=(0, 1))
-
-
-@table("exp-idle-tabswift")
-def exp_idle_tabswift() -> str:
-    return ensemble_extra(TWO_SEEDS, "ensemble_600s_idle_tabswift", "TabSwift_ft_BAG_L1", seeds=(0, 1))
-
-
-@table("exp-ensemble-repeat")
-def exp_ensemble_repeat() -> str:
-    return ensemble_pair("ensemble_600s", "ensemble_600s_repeat")
+table("exp-idle-maya")(lambda: ensemble_extra(TWO_SEEDS, "ensemble_600s_idle_maya", "Maya_plr_BAG_L1", seeds=(0, 1)))
+table("exp-idle-tabswift")(
+    lambda: ensemble_extra(TWO_SEEDS, "ensemble_600s_idle_tabswift", "TabSwift_ft_BAG_L1", seeds=(0, 1)))
+table("exp-ensemble-repeat")(lambda: ensemble_pair("ensemble_600s", "ensemble_600s_repeat"))
 
 
 @table("maya-p1-first")

@@ -565,7 +565,7 @@ def neural_models_section(latest: dict, order: list[str]) -> list[str]:
     """Every neural model of the ``ours`` and ``ag_dl`` fits: the time AutoGluon allotted it and the time it
     took, its validation score beside the best tree's at the same stack level, and its weight in the final
     model; then, per configuration, what its level-2 neural stackers cost and what weight they got."""
-    from autogluon_maya.benchmarking.ensemble import base_name, family
+    from autogluon_maya.benchmarking.ensemble import base_name, family, final_weights
 
     lines = ["## The neural models", "",
              "Every neural model fitted in `ours` (MAYA, TabSwift) and `ag_dl` (TabM, RealMLP): seconds AutoGluon "
@@ -581,7 +581,7 @@ def neural_models_section(latest: dict, order: list[str]) -> list[str]:
         models = r.get("models") or {}
         accuracy = r["metric"] == "accuracy"
         metric = "accuracy" if accuracy else "rmse"
-        final = (r.get("weights") or {}).get(r.get("best_model")) or {r.get("best_model"): 1.0}
+        final = final_weights(r)
         for m, v in sorted(models.items(), key=lambda kv: (kv[1].get("level") or 0, kv[0])):
             if family(m) in ("GBDT", "ensemble"):
                 continue
@@ -651,8 +651,8 @@ def _neural(r: dict) -> str:
 def write_report(out: Path, settings: dict | None = None, seed: int | None = None) -> str:
     """``results.md``, ``error_reduction.png`` and ``pama.png`` from the results file: the rows of ``settings``,
     or of the latest ok row's settings (of split seed ``seed``, if given)."""
-    from autogluon_maya.benchmarking.ensemble import (base_name, family, mean_finite, pama_of_models, stack_level,
-                                                      win_tie_loss)
+    from autogluon_maya.benchmarking.ensemble import (base_name, family, final_weights, mean_finite, pama_of_models,
+                                                      stack_level, win_tie_loss)
 
     rows = read_rows(out)
     pool = [r for r in rows if seed is None or int(r.get("seed") or 0) == seed] or rows
@@ -742,7 +742,7 @@ def write_report(out: Path, settings: dict | None = None, seed: int | None = Non
         models = r.get("models") or {}
         shares = sorted(((m, v.get("fit_share") or 0) for m, v in models.items()), key=lambda t: -t[1])[:3]
         share_text = ", ".join(f"{base_name(m)}@L{models[m].get('level')} {100 * v:.0f}%" for m, v in shares) or "—"
-        final = sorted((r.get("weights") or {}).get(r.get("best_model"), {}).items(), key=lambda t: -t[1])
+        final = sorted(final_weights(r).items(), key=lambda t: -t[1])
         weight_text = ", ".join(f"{base_name(m)}@L{stack_level(m)} {w:.2f}" for m, w in final) or "—"
         skipped = "; ".join(f"{m} ({v['reason']})" for m, v in (r.get("skipped") or {}).items()) or "none"
         flag = " **OVER**" if r.get("over_time") else ""

@@ -20,6 +20,7 @@ import pytest
 from autogluon_maya.benchmarking.ensemble import (
     base_name,
     best_by_validation,
+    final_weights,
     error_of,
     family,
     max_rows_for_train,
@@ -113,6 +114,16 @@ def test_best_tree_is_chosen_on_validation():
     assert best_by_validation(val, trees) == "CatBoost_BAG_L1"  # tie with XGBoost: the first
     assert best_by_validation({"a": -2.0, "b": -1.0}, ["a", "b"]) == "b"  # RMSE negated: higher is better
     assert best_by_validation(val, ["missing"]) is None
+
+
+def test_final_weights_are_the_picked_models_members():
+    ens = {"best_model": "WeightedEnsemble_L2",
+           "weights": {"WeightedEnsemble_L2": {"CatBoost_BAG_L1": 0.6, "Maya_BAG_L1": 0.4},
+                       "WeightedEnsemble_L3": {"Maya_BAG_L2": 1.0}}}
+    assert final_weights(ens) == {"CatBoost_BAG_L1": 0.6, "Maya_BAG_L1": 0.4}
+    assert final_weights({"best_model": "Maya_BAG_L1", "weights": {}}) == {"Maya_BAG_L1": 1.0}
+    assert final_weights({"best_model": "Maya_BAG_L1"}) == {"Maya_BAG_L1": 1.0}
+    assert final_weights({}) == {}
 
 
 def test_model_names():

@@ -292,8 +292,8 @@ def _percent(v: float) -> str:
     return f"{100 * v:+.2f} %"
 
 
-@table("readme-ensemble")
-def readme_ensemble() -> str:
+@table("ensemble-first-run")
+def ensemble_first_run() -> str:
     latest = ensemble_latest("ensemble_600s")
     body = []
     for d in dict.fromkeys(d for d, _ in latest):
@@ -311,8 +311,8 @@ def readme_ensemble() -> str:
                     + ["MAYA + TabSwift vs trees", "TabM + RealMLP vs trees"], body)
 
 
-@table("readme-ensemble-summary")
-def readme_ensemble_summary() -> str:
+@table("ensemble-first-run-summary")
+def ensemble_first_run_summary() -> str:
     from .ensemble import mean_finite, win_tie_loss
 
     def line(label: str, a_rows: Dict[str, dict], b_rows: Dict[str, dict]) -> List[str]:
@@ -413,8 +413,8 @@ def ensemble_two_seeds_targets(folder: str = TWO_SEEDS) -> str:
                      "worst table (mean over seeds)"], body, "lrrl")
 
 
-@table("readme-level1")
-def readme_level1() -> str:
+@table("ensemble-first-run-level1")
+def ensemble_first_run_level1() -> str:
     latest = ensemble_latest("ensemble_600s")
     body, rank_sum, n = [], {m: 0.0 for m, _, _ in LEVEL1}, 0
     for d in dict.fromkeys(d for d, _ in latest):

@@ -171,9 +171,12 @@ def best_by_validation(val_scores: Mapping[str, float], candidates: Iterable[str
 def final_weights(row: Mapping) -> Dict[str, float]:
     """The members of the model AutoGluon picked (a result row's ``best_model``) with their weights, from the
     row's ``weights`` (weighted ensemble -> member -> weight); a picked model that is not an ensemble is its
-    own single member with weight 1."""
+    own single member with weight 1 (an ensemble without recorded weights has none)."""
     best = row.get("best_model")
-    return dict((row.get("weights") or {}).get(best) or ({best: 1.0} if best else {}))
+    weights = (row.get("weights") or {}).get(best)
+    if weights:
+        return dict(weights)
+    return {best: 1.0} if best and family(best) != "ensemble" else {}
 
 
 def _fits(model_info: Mapping) -> list:

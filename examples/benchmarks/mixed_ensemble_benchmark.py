@@ -1,7 +1,7 @@
 """Benchmark: AutoGluon's ensemble of GBDTs alone, with MAYA + TabSwift, and with TabM + RealMLP, at one budget.
 
     python examples/benchmarks/mixed_ensemble_benchmark.py                # 12 tables x 3 configs, 600 s, 2 cores
-    python examples/benchmarks/mixed_ensemble_benchmark.py --report-only  # rebuild results.md and the PNGs
+    python examples/benchmarks/mixed_ensemble_benchmark.py --report-only  # rebuild the latest seed's report
     python examples/benchmarks/mixed_ensemble_benchmark.py --data-dir /data/tables --datasets a,b,c --out /tmp/b
     python examples/benchmarks/mixed_ensemble_benchmark.py --smoke --time-limit 120 \
         --datasets qsar_biodeg,cpu_act --out /tmp/ens_smoke                # tiny models: checks the plumbing
@@ -46,8 +46,9 @@ tables the counts of test rows where the best tree model (by validation) is wron
 
 Outputs in ``--out``: ``results.jsonl`` (appended, one row per finished or failed fit), ``results.md`` (the
 report), ``error_reduction.png``, ``pama.png`` and ``logs/<dataset>_<config>.log`` (AutoGluon's output of
-the latest fit of that pair).  A split seed other than 0 adds ``_seed<N>`` to each of these names, so one
-folder holds a report per seed.  Resumable and cumulative: a (dataset, config) pair that has an ``ok`` row with
+the latest fit of that pair).  A split seed other than 0 adds ``_seed<N>`` to the names of the report, its
+PNGs and the logs, and a candidate preset (``--ours-add``) adds ``_candidate``, so one folder holds a report per
+seed and candidate.  Resumable and cumulative: a (dataset, config) pair that has an ``ok`` row with
 the same settings is skipped (``--refit`` fits it again, ``--refit-stale`` when no ``ok`` row ran this
 checkout's package version; the report takes the latest ``ok`` row); failed
 fits are recorded and retried on the next run.  Every fit runs in its own child process, so a crash or an
@@ -649,13 +650,16 @@ def _neural(r: dict) -> str:
 
 
 def write_report(out: Path, settings: dict | None = None, seed: int | None = None) -> str:
-    """``results.md``, ``error_reduction.png`` and ``pama.png`` from the results file: the rows of ``settings``,
-    or of the latest ok row's settings (of split seed ``seed``, if given)."""
+    """The report (:func:`report_paths`: ``results.md``, ``error_reduction.png`` and ``pama.png``, named by split
+    seed and candidate) from the results file: the rows of ``settings``, or of the latest ok row's settings (of
+    split seed ``seed``, if given; a seed without rows is a ValueError)."""
     from autogluon_maya.benchmarking.ensemble import (base_name, family, final_weights, mean_finite, pama_of_models,
                                                       stack_level, win_tie_loss)
 
     rows = read_rows(out)
-    pool = [r for r in rows if seed is None or int(r.get("seed") or 0) == seed] or rows
+    pool = [r for r in rows if seed is None or int(r.get("seed") or 0) == seed]
+    if rows and not pool:
+        raise ValueError(f"no results of split seed {seed} in {out}")
     if settings is None and pool:  # the settings of the latest ok row
         last = next((r for r in reversed(pool) if r["status"] == "ok"), pool[-1])
         settings = {k: last.get(k) for k in SETTINGS if k in last}
@@ -804,7 +808,7 @@ def write_report(out: Path, settings: dict | None = None, seed: int | None = Non
     lines += neural_models_section(latest, order)
     lines += versions_section(rows, settings, package_repo())
     text = "\n".join(lines)
-    paths = report_paths(out, s.get("seed"))
+    paths = report_paths(out, s.get("seed"), bool(s.get("ours_add")))
     paths["results.md"].write_text(text)
     plot(comp, paths["error_reduction.png"], smoke, "; ".join(titles))
     from autogluon_maya.benchmarking import plots
@@ -813,10 +817,12 @@ def write_report(out: Path, settings: dict | None = None, seed: int | None = Non
     return text
 
 
-def report_paths(out: Path, seed) -> dict[str, Path]:
-    """The report's files of split seed ``seed``: ``results.md``, ``error_reduction.png`` and ``pama.png`` for
-    seed 0 (or unknown), with ``_seed<N>`` before the suffix for any other seed, like the logs."""
-    tag = f"_seed{int(seed)}" if seed not in (None, "?") and int(seed) else ""
+def report_paths(out: Path, seed, candidate: bool = False) -> dict[str, Path]:
+    """The report's files: ``results.md``, ``error_reduction.png`` and ``pama.png`` for split seed 0 (or none
+    recorded), with ``_seed<N>`` before the suffix for any other seed and then ``_candidate`` for a candidate
+    preset, as the logs are named."""
+    seed = int(seed or 0)
+    tag = f"{f'_seed{seed}' if seed else ''}{'_candidate' if candidate else ''}"
     return {name: out / f"{Path(name).stem}{tag}{Path(name).suffix}"
             for name in ("results.md", "error_reduction.png", "pama.png")}
 
@@ -899,11 +905,16 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if not args.report_only:
+    if args.report_only:
+        try:
+            text = write_report(out, seed=args.report_seed)
+        except ValueError as e:
+            raise SystemExit(f"error: {e}")
+    else:
         run(args, out)
-    settings = settings_of(args) if not args.report_only else None
-    print(write_report(out, settings, seed=args.report_seed))
-    print(f"wrote the report (results.md and two PNGs, named by split seed) in {out}")
+        text = write_report(out, settings_of(args))
+    print(text)
+    print(f"wrote the report in {out} (results.md and two PNGs, named by split seed and candidate)")
 
 
 if __name__ == "__main__":

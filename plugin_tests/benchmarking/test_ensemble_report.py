@@ -117,12 +117,13 @@ def test_best_tree_is_chosen_on_validation():
 
 
 def test_final_weights_are_the_picked_models_members():
-    ens = {"best_model": "WeightedEnsemble_L2",
-           "weights": {"WeightedEnsemble_L2": {"CatBoost_BAG_L1": 0.6, "Maya_BAG_L1": 0.4},
-                       "WeightedEnsemble_L3": {"Maya_BAG_L2": 1.0}}}
-    assert final_weights(ens) == {"CatBoost_BAG_L1": 0.6, "Maya_BAG_L1": 0.4}
-    assert final_weights({"best_model": "Maya_BAG_L1", "weights": {}}) == {"Maya_BAG_L1": 1.0}
-    assert final_weights({"best_model": "Maya_BAG_L1"}) == {"Maya_BAG_L1": 1.0}
+    weights = {"WeightedEnsemble_L2": {"CatBoost_BAG_L1": 0.6, "Maya_BAG_L1": 0.4},
+               "WeightedEnsemble_L3": {"Maya_BAG_L2": 0.7, "CatBoost_BAG_L2": 0.3}}
+    assert final_weights({"best_model": "WeightedEnsemble_L3", "weights": weights}) == {"Maya_BAG_L2": 0.7,
+                                                                                       "CatBoost_BAG_L2": 0.3}
+    assert final_weights({"best_model": "Maya_BAG_L1", "weights": weights}) == {"Maya_BAG_L1": 1.0}
+    assert final_weights({"best_model": "Maya_BAG_L1", "weights": None}) == {"Maya_BAG_L1": 1.0}
+    assert final_weights({"best_model": "WeightedEnsemble_L2", "weights": {}}) == {}  # weights not recorded
     assert final_weights({}) == {}
 
 
@@ -241,14 +242,16 @@ def test_a_candidate_run_has_ours_rows_of_its_own_and_shares_the_others(bench, t
     calls.clear()
     bench.main(argv)
     assert calls == []  # done: no candidate either way
+    base_report = (out / "results.md").read_text()
 
     add = {"MAYA": {"ag_args_fit": {"max_time_limit_ratio": 0.5}}}
     fake = _fake_fit({("d1", "gbdt"): 0.2, ("d1", "ours"): 0.05}, calls)
     bench.main(argv + ["--ours-add", json.dumps(add)])
     assert calls == [("d1", "ours")]  # gbdt is shared
     assert json.loads(specs[-1]["ours_add"]) == add and json.loads(bench.read_rows(out)[-1]["ours_add"]) == add
-    report = (out / "results.md").read_text()
+    report = (out / "results_candidate.md").read_text()  # beside the base run's report, which stays
     assert "ours with the candidate entries" in report and "+75.00%" in report  # (0.2 - 0.05) / 0.2 vs gbdt
+    assert (out / "results.md").read_text() == base_report and "candidate entries" not in base_report
     with pytest.raises(SystemExit):
         bench.parse_args(argv + ["--ours-add", '["MAYA"]'])
 
@@ -290,6 +293,16 @@ def test_each_split_seed_has_its_own_report(bench, tmp_path, monkeypatch):
     assert (out / "results_seed1.md").read_text() == seed1 and not (out / "results.md").exists()
     bench.main(["--report-only", "--seed", "0", "--out", str(out)])
     assert (out / "results.md").read_text() == seed0
+    with pytest.raises(SystemExit, match="no results of split seed 2"):
+        bench.main(["--report-only", "--seed", "2", "--out", str(out)])
+
+
+def test_report_paths_name_the_seed_and_the_candidate(bench, tmp_path):
+    names = {v: sorted(p.name for p in bench.report_paths(tmp_path, v).values()) for v in (None, 0, "0", "", 1, "1")}
+    assert names[None] == names[0] == names["0"] == names[""] == ["error_reduction.png", "pama.png", "results.md"]
+    assert names[1] == names["1"] == ["error_reduction_seed1.png", "pama_seed1.png", "results_seed1.md"]
+    assert bench.report_paths(tmp_path, 1, candidate=True)["results.md"].name == "results_seed1_candidate.md"
+    assert bench.report_paths(tmp_path, 0, candidate=True)["pama.png"].name == "pama_candidate.png"
 
 
 def _datasets(tmp_path, names):

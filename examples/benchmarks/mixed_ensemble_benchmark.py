@@ -416,12 +416,16 @@ def settings_of(args) -> dict:
             "ours_add": json.dumps(args.ours_add, sort_keys=True) if args.ours_add else None}
 
 
+def name_tag(seed, candidate) -> str:
+    """What a log's or a report's file name adds for its rows: ``_seed<N>`` unless the split seed is 0 (or none
+    recorded), then ``_candidate`` for a candidate preset (``--ours-add``), so that no file replaces another's."""
+    seed = int(seed or 0)
+    return f"{f'_seed{seed}' if seed else ''}{'_candidate' if candidate else ''}"
+
+
 def log_name(row: dict) -> str:
-    """A fit's log file in the folder's logs/: dataset and configuration, then the split seed unless it is 0 and
-    ``_candidate`` for a fit with ``--ours-add`` entries, so that no fit's log replaces another's."""
-    seed = int(row.get("seed") or 0)
-    return (f"{row['dataset']}_{row['config']}{f'_seed{seed}' if seed else ''}"
-            f"{'_candidate' if row.get('ours_add') else ''}.log")
+    """A fit's log file in the folder's logs/: dataset and configuration, then :func:`name_tag`."""
+    return f"{row['dataset']}_{row['config']}{name_tag(row.get('seed'), row.get('ours_add'))}.log"
 
 
 def run(args, out: Path) -> None:
@@ -818,11 +822,9 @@ def write_report(out: Path, settings: dict | None = None, seed: int | None = Non
 
 
 def report_paths(out: Path, seed, candidate: bool = False) -> dict[str, Path]:
-    """The report's files: ``results.md``, ``error_reduction.png`` and ``pama.png`` for split seed 0 (or none
-    recorded), with ``_seed<N>`` before the suffix for any other seed and then ``_candidate`` for a candidate
-    preset, as the logs are named."""
-    seed = int(seed or 0)
-    tag = f"{f'_seed{seed}' if seed else ''}{'_candidate' if candidate else ''}"
+    """The report's files: ``results.md``, ``error_reduction.png`` and ``pama.png``, each with
+    :func:`name_tag` before the suffix, as the logs are named."""
+    tag = name_tag(seed, candidate)
     return {name: out / f"{Path(name).stem}{tag}{Path(name).suffix}"
             for name in ("results.md", "error_reduction.png", "pama.png")}
 

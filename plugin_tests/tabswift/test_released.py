@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -507,7 +508,6 @@ class DeadHub:
 
     def __init__(self):
         import socket
-        import threading
 
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
@@ -645,7 +645,6 @@ class SlowHub:
     seconds.  Counts both kinds of request."""
 
     def __init__(self, body: bytes = b"", delay: float = 0.0):
-        import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         hub = self
@@ -699,8 +698,6 @@ def test_auto_gives_up_a_download_that_outlasts_its_share_of_the_time_limit(noth
     tenth of it: the hub answers but serves too slowly, so the fit takes the shipped weights after about two
     seconds and says why.  The next fit in the process (a bag's next fold) loads the same shipped weights
     without asking the hub again."""
-    import threading
-
     import huggingface_hub
 
     from autogluon_maya import TabSwiftModel
@@ -744,8 +741,6 @@ def test_a_download_left_to_finish_in_the_background_serves_a_later_process(noth
     """The released file arrives 1.2 s after a 1 s bound: this process keeps the shipped weights (a bag's folds
     must agree), and the file the download left in the hub's local cache is converted and loaded by a later
     process (here: after forgetting the failure) without asking the hub again."""
-    import threading
-
     from autogluon_maya.tabswift.hub import DOWNLOAD_THREAD, forget_failures
     from autogluon_maya.tabswift.sources import choose_weights
 

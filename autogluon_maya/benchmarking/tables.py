@@ -416,9 +416,10 @@ def ensemble_two_seeds_targets(folder: str = TWO_SEEDS) -> str:
 @table("ensemble-two-seeds-level1")
 def ensemble_two_seeds_level1(folder: str = TWO_SEEDS) -> str:
     """Per (table, seed) with all three fits: the level-1 validation scores of the best tree of ``ours`` (its own
-    trees, fitted beside MAYA), MAYA, TabSwift, and RealMLP and TabM of ``ag_dl``, then the weight the final model
-    of each fit gives the neural models; the last row counts the pairs where MAYA validates at least as well as
-    RealMLP (given its slot and share), TabSwift above the best tree, and each final model weights them."""
+    trees, fitted beside MAYA), MAYA, TabSwift, and RealMLP and TabM of ``ag_dl`` (RealMLP takes MAYA's place in
+    the fitting order there, with the same share of the time), then the weight the final model of each fit gives
+    the neural models, summed over their level-1 and level-2 versions; the last row counts the pairs where MAYA
+    validates at least as well as RealMLP, TabSwift above the best tree, and each final model weights them."""
     from .ensemble import final_weights
 
     def val(r: dict, name: str, sign: float) -> Optional[float]:
@@ -437,7 +438,8 @@ def ensemble_two_seeds_level1(folder: str = TWO_SEEDS) -> str:
         o, a = f["ours"], f["ag_dl"]
         sign = 1.0 if o["task"] != "regression" else -1.0  # compare as "higher is better"
         trees = {k: val(o, f"{k}_BAG_L1", sign) for k in ("LightGBM", "CatBoost", "XGBoost")}
-        tree_name, tree = max(((k, v) for k, v in trees.items() if v is not None), key=lambda kv: kv[1])
+        tree_name, tree = max(((k, v) for k, v in trees.items() if v is not None), key=lambda kv: kv[1],
+                              default=("none", None))
         maya, ts = val(o, "Maya_BAG_L1", sign), val(o, "TabSwift_BAG_L1", sign)
         real, tabm = val(a, "RealMLP_BAG_L1", sign), val(a, "TabM_BAG_L1", sign)
         if maya is not None and real is not None:
@@ -445,7 +447,7 @@ def ensemble_two_seeds_level1(folder: str = TWO_SEEDS) -> str:
             n_maya_ge += maya >= real
         if ts is not None:
             n_ts += 1
-            n_ts_above += ts > tree
+            n_ts_above += tree is not None and ts > tree
         w_maya, w_ts, w_dl = weight(o, "Maya"), weight(o, "TabSwift"), weight(a, "TabM", "RealMLP")
         n_w_maya += w_maya > 0
         n_w_ts += w_ts > 0
@@ -454,14 +456,15 @@ def ensemble_two_seeds_level1(folder: str = TWO_SEEDS) -> str:
         def shown(v: Optional[float]) -> str:
             return "—" if v is None else fmt(sign * v)
 
-        body.append([f"{d}, seed {seed}{' ↓' if sign < 0 else ''}", f"{shown(tree)} ({tree_name})", shown(maya),
+        body.append([f"{d}, seed {seed}{' ↓' if sign < 0 else ''}", "—" if tree is None else f"{shown(tree)} ({tree_name})", shown(maya),
                      shown(real), shown(tabm), shown(ts), f"{w_maya:.2f} / {w_ts:.2f}", f"{w_dl:.2f}"])
     n = len(fits)
     body.append([f"pairs ({n})", "", f"≥ RealMLP: {n_maya_ge} of {n_maya}", "", "",
                  f"above the best tree: {n_ts_above} of {n_ts} fitted",
                  f"{n_w_maya} / {n_w_ts} of {n} weighted", f"{n_w_dl} of {n} weighted"])
     return markdown(["dataset, seed (↓: RMSE), level-1 validation", "best tree (ours)", "MAYA", "RealMLP", "TabM",
-                     "TabSwift", "final weight: MAYA / TabSwift", "final weight: TabM + RealMLP"], body)
+                     "TabSwift", "final weight (L1 + L2): MAYA / TabSwift", "final weight (L1 + L2): TabM + RealMLP"],
+                    body)
 
 
 @table("ensemble-first-run-level1")

@@ -405,9 +405,9 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         return {**check, "fallback": True, "reason": reason}
 
     def _fall_back_to_prior(self, prior, reason: str) -> None:
-        """Predict ``prior`` from now on.  The ensemble stays for its record (tau) but lets its network go: the
-        weights are neither kept in memory nor saved beside the model (a bag would store one copy per fold),
-        and ``load`` does not look for them."""
+        """Predict ``prior`` from now on.  The ensemble stays for its record (tau) but drops its network: weights
+        that will never run are neither kept in memory nor saved beside the model, and ``load`` does not look
+        for them."""
         self._prior = prior
         self.model.set_network(None)  # drops the context caches too
         logger.warning(f"\tTabSwift predicts the prior instead: {reason}")
@@ -674,7 +674,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     # ---- device / resources / tags ------------------------------------------------------
     def get_device(self) -> str:
         network = self.model.network if self.model is not None else None
-        return "cpu" if network is None else network.registers.device.type  # None: it predicts the prior
+        return "cpu" if network is None else network.registers.device.type  # no network: not fitted, or it predicts the prior
 
     def _set_device(self, device: str):
         if self.model is not None and self.model.network is not None:

@@ -78,6 +78,10 @@ def test_a_fit_that_validates_below_the_prior_predicts_the_prior(tmp_path, probl
     assert np.allclose(refit.predict_proba(X.iloc[:5]), y.mean(), atol=1e-5)
     assert refit.get_info()["tabswift_fine_tune"]["rule"] == "prior"
     assert refit.get_info()["tabswift_prior_check"]["fallback"] is True
+    assert refit.model.network is None  # the all-rows model a bag keeps saves no weights either
+    refit.set_device("cpu")
+    refit.save()
+    assert not any(p.exists() for p in checkpoint_paths(Path(refit.path) / WEIGHTS_NAME))
 
 
 @pytest.mark.parametrize("fine_tune", ["auto", False])

@@ -413,6 +413,60 @@ def ensemble_two_seeds_targets(folder: str = TWO_SEEDS) -> str:
                      "worst table (mean over seeds)"], body, "lrrl")
 
 
+@table("ensemble-two-seeds-level1")
+def ensemble_two_seeds_level1(folder: str = TWO_SEEDS) -> str:
+    """Per (table, seed) with all three fits: the level-1 validation scores of the best tree of ``ours`` (its own
+    trees, fitted beside MAYA), MAYA, TabSwift, and RealMLP and TabM of ``ag_dl`` (RealMLP takes MAYA's place in
+    the fitting order there, with the same share of the time), then the weight the final model of each fit gives
+    the neural models, summed over their level-1 and level-2 versions; the last row counts the pairs where MAYA
+    validates at least as well as RealMLP, TabSwift above the best tree, and each final model weights them."""
+    from .ensemble import final_weights
+
+    def val(r: dict, name: str, sign: float) -> Optional[float]:
+        m = r["models"].get(name)
+        return None if m is None or m.get("val") is None else sign * float(m["val"])
+
+    def weight(r: dict, *prefixes: str) -> float:
+        return sum(w for k, w in final_weights(r).items() if k.startswith(prefixes))
+
+    fits = two_seed_fits(folder)
+    order = list(dict.fromkeys(d for d, _ in fits))
+    fits = {k: fits[k] for k in sorted(fits, key=lambda ds: (order.index(ds[0]), ds[1]))}  # a table's seeds together
+    body = []
+    n_maya = n_maya_ge = n_ts = n_ts_above = n_w_maya = n_w_ts = n_w_dl = 0
+    for (d, seed), f in fits.items():
+        o, a = f["ours"], f["ag_dl"]
+        sign = 1.0 if o["task"] != "regression" else -1.0  # compare as "higher is better"
+        trees = {k: val(o, f"{k}_BAG_L1", sign) for k in ("LightGBM", "CatBoost", "XGBoost")}
+        tree_name, tree = max(((k, v) for k, v in trees.items() if v is not None), key=lambda kv: kv[1],
+                              default=("none", None))
+        maya, ts = val(o, "Maya_BAG_L1", sign), val(o, "TabSwift_BAG_L1", sign)
+        real, tabm = val(a, "RealMLP_BAG_L1", sign), val(a, "TabM_BAG_L1", sign)
+        if maya is not None and real is not None:
+            n_maya += 1
+            n_maya_ge += maya >= real
+        if ts is not None:
+            n_ts += 1
+            n_ts_above += tree is not None and ts > tree
+        w_maya, w_ts, w_dl = weight(o, "Maya"), weight(o, "TabSwift"), weight(a, "TabM", "RealMLP")
+        n_w_maya += w_maya > 0
+        n_w_ts += w_ts > 0
+        n_w_dl += w_dl > 0
+
+        def shown(v: Optional[float]) -> str:
+            return "—" if v is None else fmt(sign * v)
+
+        body.append([f"{d}, seed {seed}{' ↓' if sign < 0 else ''}", "—" if tree is None else f"{shown(tree)} ({tree_name})", shown(maya),
+                     shown(real), shown(tabm), shown(ts), f"{w_maya:.2f} / {w_ts:.2f}", f"{w_dl:.2f}"])
+    n = len(fits)
+    body.append([f"pairs ({n})", "", f"≥ RealMLP: {n_maya_ge} of {n_maya}", "", "",
+                 f"above the best tree: {n_ts_above} of {n_ts} fitted",
+                 f"{n_w_maya} / {n_w_ts} of {n} weighted", f"{n_w_dl} of {n} weighted"])
+    return markdown(["dataset, seed (↓: RMSE), level-1 validation", "best tree (ours)", "MAYA", "RealMLP", "TabM",
+                     "TabSwift", "final weight (L1 + L2): MAYA / TabSwift", "final weight (L1 + L2): TabM + RealMLP"],
+                    body)
+
+
 @table("ensemble-first-run-level1")
 def ensemble_first_run_level1() -> str:
     latest = ensemble_latest("ensemble_600s")

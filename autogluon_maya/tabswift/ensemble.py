@@ -192,7 +192,8 @@ class TabSwiftEnsemble:
 
     # ---- network / context caches ---------------------------------------------------------------
     def set_network(self, network: Optional[TabSwiftNetwork]) -> None:
-        """Swap the network (after loading, moving device or fine-tuning); drops every cached context."""
+        """Swap the network (after loading, moving device or fine-tuning), or drop it (None); drops every cached
+        context."""
         self.network = network.eval() if network is not None else None
         self.engine = TabSwiftEngine(network, chunk_size=self.chunk_size) if network is not None else None
         self.clear_cache()
@@ -308,7 +309,8 @@ class TabSwiftEnsemble:
         if not hasattr(self, "members_"):
             raise RuntimeError("TabSwiftEnsemble.predict called before fit")
         if self.network is None:
-            raise RuntimeError("TabSwiftEnsemble has no network (detached for saving); call set_network")
+            raise RuntimeError("TabSwiftEnsemble has no network (detached for saving, or its model predicts "
+                               "the prior); call set_network")
         xq = {norm: pre.transform(X) for norm, pre in self.preprocessors_.items()}
         self.last_exit_layers_ = []
         return np.mean([self.member_output(m, xq[m.norm], i) for i, m in enumerate(self.members_)], axis=0)

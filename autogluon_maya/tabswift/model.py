@@ -405,10 +405,11 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         return {**check, "fallback": True, "reason": reason}
 
     def _fall_back_to_prior(self, prior, reason: str) -> None:
-        """Predict ``prior`` from now on; the ensemble stays (its weights are saved, as any fit's) without its
-        context caches."""
+        """Predict ``prior`` from now on.  The ensemble stays for its record (tau) but drops its network: weights
+        that will never run are neither kept in memory nor saved beside the model, and ``load`` does not look
+        for them."""
         self._prior = prior
-        self.model.clear_cache()
+        self.model.set_network(None)  # drops the context caches too
         logger.warning(f"\tTabSwift predicts the prior instead: {reason}")
 
     @staticmethod
@@ -665,17 +666,19 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
 
         model = super().load(path=path, reset_paths=reset_paths, verbose=verbose)
         weights = Path(path) / WEIGHTS_NAME
-        if model.model is not None and model.model.network is None:
+        if model.model is not None and model.model.network is None and model._prior is None:
             network = load_checkpoint(weights).to(model.to_torch_device(model.suggest_device_infer()))
             model.model.set_network(network)
         return model
 
     # ---- device / resources / tags ------------------------------------------------------
     def get_device(self) -> str:
-        return self.model.network.registers.device.type
+        network = self.model.network if self.model is not None else None
+        return "cpu" if network is None else network.registers.device.type  # no network: not fitted, or it predicts the prior
 
     def _set_device(self, device: str):
-        self.model.set_network(self.model.network.to(self.to_torch_device(device)))
+        if self.model is not None and self.model.network is not None:
+            self.model.set_network(self.model.network.to(self.to_torch_device(device)))
 
     @classmethod
     def _estimate_memory_usage_static(cls, *, X: pd.DataFrame, hyperparameters: dict = None,

@@ -135,3 +135,48 @@ def test_an_added_model_is_judged_on_the_final_validation_error(tmp_path, monkey
     assert "| b, seed 0" not in out
     assert "better / level / worse** | 1 / 1 / 0 |" in out and "| +10.00 % |" in out  # (20 % + 0 %) / 2
     assert "carries weight in the final model** | 1 of 2 |" in out
+
+
+def test_two_seed_level1_compares_maya_with_realmlp_and_reads_the_final_weights(tmp_path, monkeypatch):
+    """Validation at level 1, regression shown as RMSE but compared lower-is-better; a table's seeds side by side
+    whatever the file order; the weights are the picked model's, level-2 versions included; a TabSwift not fitted
+    in time is shown as — and left out of its count."""
+    import json
+
+    def row(d, seed, config, task, models, weights, best="WeightedEnsemble_L2"):
+        return {"dataset": d, "seed": seed, "config": config, "status": "ok", "task": task, "metric": "accuracy",
+                "test_score": 0.9, "ours_add": None, "best_model": best,
+                "models": {k: {"val": v} for k, v in models.items()}, "weights": {best: weights}}
+
+    lines = [
+        row("a", 0, "gbdt", "binary", {"LightGBM_BAG_L1": 0.80}, {"LightGBM_BAG_L1": 1.0}),
+        row("a", 0, "ours", "binary", {"LightGBM_BAG_L1": 0.80, "CatBoost_BAG_L1": 0.82, "Maya_BAG_L1": 0.84,
+                                       "TabSwift_BAG_L1": 0.81}, {"Maya_BAG_L1": 0.6, "CatBoost_BAG_L1": 0.4}),
+        row("a", 0, "ag_dl", "binary", {"RealMLP_BAG_L1": 0.83, "TabM_BAG_L1": 0.85}, {"TabM_BAG_L1": 1.0}),
+        row("r", 0, "gbdt", "regression", {"LightGBM_BAG_L1": 3.0}, {"LightGBM_BAG_L1": 1.0}),
+        row("r", 0, "ours", "regression", {"LightGBM_BAG_L1": 3.0, "XGBoost_BAG_L1": 2.9, "Maya_BAG_L1": 2.0,
+                                            "TabSwift_BAG_L1": 3.5}, {"TabSwift_BAG_L1": 1.0}),
+        row("r", 0, "ag_dl", "regression", {"RealMLP_BAG_L1": 2.0}, {"LightGBM_BAG_L1": 1.0}),
+        row("a", 1, "gbdt", "binary", {"LightGBM_BAG_L1": 0.80}, {"LightGBM_BAG_L1": 1.0}),
+        row("a", 1, "ours", "binary", {"LightGBM_BAG_L1": 0.80, "Maya_BAG_L1": 0.70, "TabSwift_BAG_L1": 0.85},
+            {"Maya_BAG_L1": 0.25, "Maya_BAG_L2": 0.25, "TabSwift_BAG_L1": 0.5}, best="WeightedEnsemble_L3"),
+        row("a", 1, "ag_dl", "binary", {"RealMLP_BAG_L1": 0.75}, {"LightGBM_BAG_L1": 1.0}),
+        row("r", 1, "gbdt", "regression", {"LightGBM_BAG_L1": 3.0}, {"LightGBM_BAG_L1": 1.0}),
+        row("r", 1, "ours", "regression", {"LightGBM_BAG_L1": 3.0, "Maya_BAG_L1": 2.5},
+            {"LightGBM_BAG_L1": 1.0}),
+        row("r", 1, "ag_dl", "regression", {"RealMLP_BAG_L1": 2.0}, {"RealMLP_BAG_L1": 0.3, "LightGBM_BAG_L1": 0.7}),
+    ]
+    (tmp_path / "two").mkdir()
+    (tmp_path / "two" / "results.jsonl").write_text("\n".join(json.dumps(r) for r in lines))
+    monkeypatch.setattr(tables, "RESULTS", tmp_path)
+    tables.rows.cache_clear()
+    try:
+        out = tables.ensemble_two_seeds_level1("two").splitlines()
+    finally:
+        tables.rows.cache_clear()
+    assert out[2] == "| a, seed 0 | 0.8200 (CatBoost) | 0.8400 | 0.8300 | 0.8500 | 0.8100 | 0.60 / 0.00 | 1.00 |"
+    assert out[3] == "| a, seed 1 | 0.8000 (LightGBM) | 0.7000 | 0.7500 | — | 0.8500 | 0.50 / 0.50 | 0.00 |"
+    assert out[4] == "| r, seed 0 ↓ | 2.9000 (XGBoost) | 2.0000 | 2.0000 | — | 3.5000 | 0.00 / 1.00 | 0.00 |"
+    assert out[5] == "| r, seed 1 ↓ | 3.0000 (LightGBM) | 2.5000 | 2.0000 | — | — | 0.00 / 0.00 | 0.30 |"
+    assert out[6] == ("| pairs (4) |  | ≥ RealMLP: 2 of 4 |  |  | above the best tree: 1 of 3 fitted "
+                      "| 2 / 2 of 4 weighted | 2 of 4 weighted |")

@@ -7,6 +7,8 @@ shipped checkpoint is."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,6 +16,8 @@ from autogluon.core.models import BaggedEnsembleModel
 
 from autogluon_maya import TabSwiftModel
 from autogluon_maya.benchmarking.ensemble import prior_fallbacks
+from autogluon_maya.tabswift.model import WEIGHTS_NAME
+from autogluon_maya.tabswift.weights import checkpoint_paths
 from plugin_tests.resources import fit_on_cores
 from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
 
@@ -62,8 +66,10 @@ def test_a_fit_that_validates_below_the_prior_predicts_the_prior(tmp_path, probl
     assert prior_fallbacks(model.get_info()) == 1
     assert prior_fallbacks({"children_info": {"S1F1": model.get_info(), "S1F2": {"tabswift_prior_check": {}}}}) == 1
 
-    # saved and loaded, it still predicts the prior
+    # saved and loaded, it still predicts the prior; the network it no longer uses is not kept or saved
+    assert model.model.network is None and model.get_device() == "cpu"
     model.save()
+    assert not any(p.exists() for p in checkpoint_paths(Path(model.path) / WEIGHTS_NAME))
     loaded = TabSwiftModel.load(model.path)
     assert np.allclose(loaded.predict_proba(X.iloc[:5]), expected, atol=1e-5)
     # refit_full's model (all rows, no validation) repeats the decision without fine-tuning first
@@ -72,6 +78,10 @@ def test_a_fit_that_validates_below_the_prior_predicts_the_prior(tmp_path, probl
     assert np.allclose(refit.predict_proba(X.iloc[:5]), y.mean(), atol=1e-5)
     assert refit.get_info()["tabswift_fine_tune"]["rule"] == "prior"
     assert refit.get_info()["tabswift_prior_check"]["fallback"] is True
+    assert refit.model.network is None  # the all-rows model a bag keeps saves no weights either
+    refit.set_device("cpu")
+    refit.save()
+    assert not any(p.exists() for p in checkpoint_paths(Path(refit.path) / WEIGHTS_NAME))
 
 
 @pytest.mark.parametrize("fine_tune", ["auto", False])
@@ -89,6 +99,9 @@ def test_a_fit_that_beats_the_prior_keeps_its_network(tmp_path, fine_tune):
         assert model.model.cache_nbytes > 0
     proba = model.predict_proba(X.iloc[200:])
     assert proba.std() > 0.1  # not one value for every row
+    model.save()
+    assert all(p.exists() for p in checkpoint_paths(Path(model.path) / WEIGHTS_NAME))
+    assert np.allclose(TabSwiftModel.load(model.path).predict_proba(X.iloc[200:]), proba, atol=1e-5)
 
 
 def test_a_zero_shot_fit_scores_its_ensemble_for_the_check(tmp_path):

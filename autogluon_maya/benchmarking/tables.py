@@ -456,8 +456,9 @@ def ensemble_two_seeds_level1(folder: str = TWO_SEEDS) -> str:
         def shown(v: Optional[float]) -> str:
             return "—" if v is None else fmt(sign * v)
 
-        body.append([f"{d}, seed {seed}{' ↓' if sign < 0 else ''}", "—" if tree is None else f"{shown(tree)} ({tree_name})", shown(maya),
-                     shown(real), shown(tabm), shown(ts), f"{w_maya:.2f} / {w_ts:.2f}", f"{w_dl:.2f}"])
+        body.append([f"{d}, seed {seed}{' ↓' if sign < 0 else ''}",
+                     "—" if tree is None else f"{shown(tree)} ({tree_name})", shown(maya), shown(real), shown(tabm),
+                     shown(ts), f"{w_maya:.2f} / {w_ts:.2f}", f"{w_dl:.2f}"])
     n = len(fits)
     body.append([f"pairs ({n})", "", f"≥ RealMLP: {n_maya_ge} of {n_maya}", "", "",
                  f"above the best tree: {n_ts_above} of {n_ts} fitted",

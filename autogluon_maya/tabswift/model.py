@@ -673,8 +673,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
 
     # ---- device / resources / tags ------------------------------------------------------
     def get_device(self) -> str:
-        network = self.model.network if self.model is not None else None
-        return "cpu" if network is None else network.registers.device.type  # no network: not fitted, or it predicts the prior
+        network = self.model.network if self.model is not None else None  # None: not fitted, or predicts the prior
+        return "cpu" if network is None else network.registers.device.type
 
     def _set_device(self, device: str):
         if self.model is not None and self.model.network is not None:

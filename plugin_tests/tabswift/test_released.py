@@ -30,7 +30,7 @@ from autogluon_maya.tabswift.engine import TabSwiftEngine
 from autogluon_maya.tabswift.network import CLASSIFICATION, REGRESSION
 from autogluon_maya.tabswift.released import (ReleasedCheckpointError, convert, convert_cached, main,
                                               released_to_network, resolve_checkpoint)
-from autogluon_maya.tabswift.weights import load_checkpoint, read_checkpoint_info
+from autogluon_maya.tabswift.weights import checkpoint_paths, load_checkpoint, read_checkpoint_info
 from plugin_tests.conftest import tabswift_authors
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
@@ -427,7 +427,13 @@ def test_hub_offline_from_a_prefilled_cache_downloads_converts_fits_and_predicts
     converted = tmp_path / "cache" / "tabswift" / "hub" / "swift"
     source = read_checkpoint_info(converted)["metadata"]["source"]
     assert source["sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()  # the cached file, converted
-    net = predictor._trainer.load_model("TabSwift").model.network
+    # the fit loaded the converted weights (its record names that file and digest); they are the authors' own.
+    # The model itself may hold no network: random weights can lose to the class prior, and a model that
+    # predicts the prior drops its network
+    weights = predictor._trainer.load_model("TabSwift").get_info()["tabswift_weights"]
+    assert weights["sha256"] == read_checkpoint_info(converted)["sha256"]
+    assert Path(weights["file"]) == checkpoint_paths(converted)[0]
+    net = load_checkpoint(converted)
     expected = authors_module(SMALL_CONFIG, seed=3).state_dict()
     assert torch.equal(net.blocks[1].gate.weight, expected["icl_predictor.tf_icl.blocks.1.attn.attn_gate.weight"])
     assert sorted(p.name for p in (repo / "blobs").iterdir()) == [source["sha256"]]  # nothing else was fetched

@@ -41,5 +41,7 @@ DEFAULT_PARAMS = {
     "fine_tune_share": None,          # set by fit for refit_full: 1.0 if it kept fine-tuned weights, else 0.0
                                       # (a bag averages it over its folds: model.replay_steps)
     "prior_share": None,              # set by fit for refits: 1.0 if it fell back to the prior (its validation
-                                      # score was below the prior's), else 0.0; a refit falls back above 0.5
+                                      # score was below the prior's), else 0.0
+    "prior_checked": None,            # set by fit for refits: 1.0 if it compared with the prior, else 0.0; a refit
+                                      # falls back where prior_share / prior_checked (bag means) is above 0.5
 }

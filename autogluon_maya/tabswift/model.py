@@ -221,10 +221,10 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         if mode not in FINE_TUNE_MODES:
             raise ValueError(f"TabSwift fine_tune must be True, False or 'auto', got {p['fine_tune']!r}")
         mode = mode if mode == "auto" else bool(mode)  # 0 / 1 / numpy bools as False / True
-        # a refit (no validation rows) of a fit, or of a bag most of whose folds, that fell back to the prior
-        # predicts the prior too: nothing to fine-tune or to exit early with
-        share = None if has_val else p.get("prior_share")
-        prior_refit = share is not None and float(share) > 0.5
+        # a refit (no validation rows) of a fit, or of a bag most of whose checked folds, that fell back to the
+        # prior predicts the prior too: nothing to fine-tune or to exit early with
+        share = None if has_val else self._prior_share_of_checked(p)
+        prior_refit = share is not None and share > 0.5
         if prior_refit:
             mode, tau = False, None
         # heads are worth training only if early exit can be used: an explicit tau, or "auto" with
@@ -348,7 +348,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             summary["prior_check"] = self._check_against_prior(y_np, y_val_np, summary, score_fn, budget)
         else:  # a refit repeats the fit it replaces
             reason = "no validation rows" if share is None else \
-                f"repeats the fit it replaces (prior_share={float(share):g}: {'the prior' if prior_refit else 'the network'})"
+                f"repeats the fit it replaces ({share:g} of the fits that checked fell back: " \
+                f"{'the prior' if prior_refit else 'the network'})"
             summary["prior_check"] = {"checked": False, "fallback": prior_refit, "reason": reason}
             if prior_refit:
                 self._fall_back_to_prior(self._prior_prediction(y_np), reason)
@@ -383,9 +384,9 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         (``_validated_score``), else one prediction of the validation rows (``score_fn``) while at least half
         of the time limit is left: the members' context encodings it builds stay cached for the prediction of
         the same rows AutoGluon makes next (out-of-fold, or the validation score), so the check adds the
-        queries' share of one prediction.  Records ``prior_share`` (1.0 fell back, 0.0 kept the network) for
-        refits, which a bag averages over its folds."""
-        self.params_trained["prior_share"] = 0.0
+        queries' share of one prediction.  Records for refits ``prior_checked`` (1.0 compared with the prior, 0.0
+        had no time to) and ``prior_share`` (1.0 fell back, else 0.0), which a bag averages over its folds."""
+        self.params_trained["prior_share"] = self.params_trained["prior_checked"] = 0.0
         score = self._validated_score(summary)
         if score is None:
             left = budget.remaining()
@@ -394,6 +395,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                         "reason": f"{left:.1f} s left of {budget.limit:.1f} s: no time to score the ensemble on "
                                   f"validation"}
             score = float(score_fn())
+        self.params_trained["prior_checked"] = 1.0
         prior = self._prior_prediction(y)
         prior_score, reason = self._prior_verdict(score, y_val, prior)
         check = {"checked": True, "metric": self.stopping_metric.name, "tabswift": score, "prior": prior_score,
@@ -403,6 +405,19 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         self.params_trained["prior_share"] = 1.0
         self._fall_back_to_prior(prior, reason)
         return {**check, "fallback": True, "reason": reason}
+
+    @staticmethod
+    def _prior_share_of_checked(p: Dict) -> Optional[float]:
+        """The share of the fits a refit replaces that fell back to the prior, among those that compared with it:
+        a bag averages ``prior_share`` and ``prior_checked`` over its folds, so their ratio leaves out the folds
+        that had no time to check (they kept their network without a verdict).  0.0 where none checked; None
+        where the record is absent (a fit that is not a refit)."""
+        share, checked = p.get("prior_share"), p.get("prior_checked")
+        if share is None:
+            return None
+        if checked is None:  # a record without the count of checks
+            return float(share)
+        return float(share) / float(checked) if float(checked) > 0 else 0.0
 
     def _fall_back_to_prior(self, prior, reason: str) -> None:
         """Predict ``prior`` from now on.  The ensemble stays for its record (tau) but drops its network: weights

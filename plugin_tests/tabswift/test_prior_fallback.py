@@ -61,7 +61,7 @@ def test_a_fit_that_validates_below_the_prior_predicts_the_prior(tmp_path, probl
     expected = y_tr.mean()  # the positive class's frequency, or the mean
     assert np.allclose(model.predict_proba(X.iloc[:50]), expected, atol=1e-5)
     assert model.score(X_val, y_val) == pytest.approx(check["prior"], rel=1e-5)
-    assert model.params_trained["prior_share"] == 1.0
+    assert model.params_trained["prior_share"] == 1.0 and model.params_trained["prior_checked"] == 1.0
     # the ensemble benchmark counts it, in a model's own info and among a bag's folds
     assert prior_fallbacks(model.get_info()) == 1
     assert prior_fallbacks({"children_info": {"S1F1": model.get_info(), "S1F2": {"tabswift_prior_check": {}}}}) == 1
@@ -93,7 +93,7 @@ def test_a_fit_that_beats_the_prior_keeps_its_network(tmp_path, fine_tune):
     fit_on_cores(model, 1, X=X.iloc[:200], y=y.iloc[:200], X_val=X.iloc[200:], y_val=y.iloc[200:])
     check = model.get_info()["tabswift_prior_check"]
     assert check["checked"] and not check["fallback"] and check["tabswift"] > check["prior"], check
-    assert model.params_trained["prior_share"] == 0.0
+    assert model.params_trained["prior_share"] == 0.0 and model.params_trained["prior_checked"] == 1.0
     assert prior_fallbacks(model.get_info()) == 0
     if fine_tune is False:
         assert model.model.cache_nbytes > 0
@@ -128,29 +128,45 @@ def test_no_validation_pass_without_half_of_the_time_limit_left(tmp_path):
                  time_limit=100)
     check = model.get_info()["tabswift_prior_check"]
     assert not check["checked"] and not check["fallback"] and "no time to score" in check["reason"], check
+    # recorded so that a bag's refit leaves this fold out of the vote
+    assert model.params_trained["prior_share"] == 0.0 and model.params_trained["prior_checked"] == 0.0
     assert model.predict_proba(X.iloc[:50]).std() > 0.1
 
 
-@pytest.mark.parametrize("folds, share, falls_back", [([1.0, 1.0, 1.0, 0.0, 0.0], 0.6, True),
-                                                     ([1.0, 1.0, 0.0, 0.0, 0.0], 0.4, False),
-                                                     ([1.0, 0.0], 0.5, False)])
-def test_a_refit_repeats_most_folds_decision(tmp_path, folds, share, falls_back):
-    """Five folds, three of which fell back (``prior_share`` 1.0, 1.0, 1.0, 0.0, 0.0): AutoGluon compresses the
-    records to a mean of 0.6, and the refit without validation rows predicts the prior; at 0.4, and at a tie,
-    it keeps the network."""
-    records = [{"prior_share": v} for v in folds]
+@pytest.mark.parametrize("folds, share, falls_back", [
+    ([(1.0, 1.0)] * 3 + [(0.0, 1.0)] * 2, 0.6, True),
+    ([(1.0, 1.0)] * 2 + [(0.0, 1.0)] * 3, 0.4, False),
+    ([(1.0, 1.0), (0.0, 1.0)], 0.5, False),
+    # three folds had no time to check: the two that did both fell back
+    ([(1.0, 1.0)] * 2 + [(0.0, 0.0)] * 3, 1.0, True),
+    ([(0.0, 0.0)] * 5, 0.0, False),
+])
+def test_a_refit_repeats_most_checked_folds_decision(tmp_path, folds, share, falls_back):
+    """Each fold records ``prior_share`` (1.0 fell back) and ``prior_checked`` (1.0 compared with the prior);
+    AutoGluon compresses each to its mean over the folds, and the refit without validation rows predicts the
+    prior where more than half of the folds that checked fell back: 3 of 5 yes, 2 of 5 no, a tie no, 2 of the 2
+    that checked yes, none checked no."""
+    records = [{"prior_share": s, "prior_checked": c} for s, c in folds]
     compressed = BaggedEnsembleModel._get_compressed_params(None, model_params_list=records)
-    assert compressed["prior_share"] == pytest.approx(share)
     X, y = _binary(200, seed=5)
     refit = _model(tmp_path, "binary", {**SMALL, "fine_tune": False, **compressed})
     fit_on_cores(refit, 1, X=X, y=y)
     check = refit.get_info()["tabswift_prior_check"]
     assert check["fallback"] is falls_back
+    assert f"{share:g} of the fits that checked fell back" in check["reason"]
     proba = refit.predict_proba(X.iloc[:50])
     if falls_back:
-        assert np.allclose(proba, y.mean(), atol=1e-5) and f"prior_share={share:g}" in check["reason"]
+        assert np.allclose(proba, y.mean(), atol=1e-5)
     else:
         assert proba.std() > 0.1
+
+
+def test_the_share_counts_only_the_folds_that_checked():
+    """Bag means 0.4 / 0.4: every fold that checked fell back; a record without ``prior_checked`` is read as
+    before; a fit that is not a refit has no share."""
+    assert TabSwiftModel._prior_share_of_checked({"prior_share": 0.4, "prior_checked": 0.4}) == 1.0
+    assert TabSwiftModel._prior_share_of_checked({"prior_share": 0.6}) == 0.6  # a record without the count
+    assert TabSwiftModel._prior_share_of_checked({"prior_share": None, "prior_checked": 0.0}) is None
 
 
 def test_the_score_judged_is_the_one_of_the_model_as_it_predicts():

@@ -43,5 +43,6 @@ DEFAULT_PARAMS = {
     "prior_share": None,              # set by fit for refits: 1.0 if it fell back to the prior (its validation
                                       # score was below the prior's), else 0.0
     "prior_checked": None,            # set by fit for refits: 1.0 if it compared with the prior, else 0.0; a refit
-                                      # falls back where prior_share / prior_checked (bag means) is above 0.5
+                                      # falls back where prior_share / prior_checked (bag means) is above 0.5 and
+                                      # at least half checked, else where prior_share is
 }

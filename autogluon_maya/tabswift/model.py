@@ -347,9 +347,18 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         if has_val:
             summary["prior_check"] = self._check_against_prior(y_np, y_val_np, summary, score_fn, budget)
         else:  # a refit repeats the fit it replaces
-            reason = "no validation rows" if share is None else \
-                f"repeats the fit it replaces ({share:g} of the fits that checked fell back: " \
-                f"{'the prior' if prior_refit else 'the network'})"
+            checked = None if p.get("prior_checked") is None else float(p["prior_checked"])
+            verdict = "the prior" if prior_refit else "the network"
+            if share is None:
+                reason = "no validation rows"
+            elif checked == 0.0:
+                reason = "repeats the fit it replaces (none of its fits compared with the prior: the network)"
+            elif checked is not None and checked < 0.5:
+                reason = (f"repeats the fit it replaces ({share:.0%} of its fits fell back, {checked:.0%} compared "
+                          f"with the prior: {verdict})")
+            else:
+                reason = (f"repeats the fit it replaces ({share:.0%} of the fits that compared with the prior fell "
+                          f"back: {verdict})")
             summary["prior_check"] = {"checked": False, "fallback": prior_refit, "reason": reason}
             if prior_refit:
                 self._fall_back_to_prior(self._prior_prediction(y_np), reason)
@@ -410,14 +419,15 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     def _prior_share_of_checked(p: Dict) -> Optional[float]:
         """The share of the fits a refit replaces that fell back to the prior, among those that compared with it:
         a bag averages ``prior_share`` and ``prior_checked`` over its folds, so their ratio leaves out the folds
-        that had no time to check (they kept their network without a verdict).  0.0 where none checked; None
-        where the record is absent (a fit that is not a refit)."""
+        that had no time to check (they kept their network without a verdict).  Where fewer than half of the
+        folds checked, the share among all of them: a minority of checks does not overrule the networks whose
+        out-of-fold predictions the next level was fitted on.  None where the record is absent (not a refit)."""
         share, checked = p.get("prior_share"), p.get("prior_checked")
         if share is None:
             return None
-        if checked is None:  # a record without the count of checks
+        if checked is None or float(checked) < 0.5:
             return float(share)
-        return float(share) / float(checked) if float(checked) > 0 else 0.0
+        return float(share) / float(checked)
 
     def _fall_back_to_prior(self, prior, reason: str) -> None:
         """Predict ``prior`` from now on.  The ensemble stays for its record (tau) but drops its network: weights

@@ -347,13 +347,15 @@ TWO_SEED_PAIRS = 24
 
 
 def two_seed_fits(folder: str = TWO_SEEDS) -> Dict[tuple, Dict[str, dict]]:
-    """(dataset, seed) -> {config: latest ok row}, for the pairs that have all three configurations, seed 0's
-    datasets first (in file order)."""
+    """(dataset, seed) -> {config: latest ok row}, for the pairs that have all three configurations; datasets in
+    the order seed 0 first lists them (file order), a dataset's seeds together."""
     out: Dict[tuple, Dict[str, dict]] = {}
     for seed in (0, 1):
         for (d, config), r in ensemble_latest(folder, candidate=False, seed=seed).items():
             out.setdefault((d, seed), {})[config] = r
-    return {k: v for k, v in out.items() if all(c in v for c in ENSEMBLE_CONFIGS)}
+    order = list(dict.fromkeys(d for d, _ in out))
+    return {k: out[k] for k in sorted(out, key=lambda ds: (order.index(ds[0]), ds[1]))
+            if all(c in out[k] for c in ENSEMBLE_CONFIGS)}
 
 
 def _by_table(fits: Dict[tuple, Dict[str, dict]]) -> Dict[str, list]:
@@ -423,15 +425,13 @@ def ensemble_two_seeds_level1(folder: str = TWO_SEEDS) -> str:
     from .ensemble import final_weights
 
     def val(r: dict, name: str, sign: float) -> Optional[float]:
-        m = r["models"].get(name)
-        return None if m is None or m.get("val") is None else sign * float(m["val"])
+        v = _model_value(r, name, "val")
+        return None if v is None else sign * v
 
     def weight(r: dict, *prefixes: str) -> float:
         return sum(w for k, w in final_weights(r).items() if k.startswith(prefixes))
 
     fits = two_seed_fits(folder)
-    order = list(dict.fromkeys(d for d, _ in fits))
-    fits = {k: fits[k] for k in sorted(fits, key=lambda ds: (order.index(ds[0]), ds[1]))}  # a table's seeds together
     body = []
     n_maya = n_maya_ge = n_ts = n_ts_above = n_w_maya = n_w_ts = n_w_dl = 0
     for (d, seed), f in fits.items():

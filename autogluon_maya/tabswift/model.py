@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -223,7 +223,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         mode = mode if mode == "auto" else bool(mode)  # 0 / 1 / numpy bools as False / True
         # a refit (no validation rows) of a fit, or of a bag most of whose checked folds, that fell back to the
         # prior predicts the prior too: nothing to fine-tune or to exit early with
-        share = None if has_val else self._prior_share_of_checked(p)
+        share, share_basis = (None, "") if has_val else self._prior_share_of_checked(p)
         prior_refit = share is not None and share > 0.5
         if prior_refit:
             mode, tau = False, None
@@ -347,18 +347,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         if has_val:
             summary["prior_check"] = self._check_against_prior(y_np, y_val_np, summary, score_fn, budget)
         else:  # a refit repeats the fit it replaces
-            checked = None if p.get("prior_checked") is None else float(p["prior_checked"])
-            verdict = "the prior" if prior_refit else "the network"
-            if share is None:
-                reason = "no validation rows"
-            elif checked == 0.0:
-                reason = "repeats the fit it replaces (none of its fits compared with the prior: the network)"
-            elif checked is not None and checked < 0.5:
-                reason = (f"repeats the fit it replaces ({share:.0%} of its fits fell back, {checked:.0%} compared "
-                          f"with the prior: {verdict})")
-            else:
-                reason = (f"repeats the fit it replaces ({share:.0%} of the fits that compared with the prior fell "
-                          f"back: {verdict})")
+            reason = "no validation rows" if share is None else \
+                f"repeats the fit it replaces ({share_basis}: {'the prior' if prior_refit else 'the network'})"
             summary["prior_check"] = {"checked": False, "fallback": prior_refit, "reason": reason}
             if prior_refit:
                 self._fall_back_to_prior(self._prior_prediction(y_np), reason)
@@ -416,18 +406,25 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         return {**check, "fallback": True, "reason": reason}
 
     @staticmethod
-    def _prior_share_of_checked(p: Dict) -> Optional[float]:
-        """The share of the fits a refit replaces that fell back to the prior, among those that compared with it:
-        a bag averages ``prior_share`` and ``prior_checked`` over its folds, so their ratio leaves out the folds
-        that had no time to check (they kept their network without a verdict).  Where fewer than half of the
-        folds checked, the share among all of them: a minority of checks does not overrule the networks whose
-        out-of-fold predictions the next level was fitted on.  None where the record is absent (not a refit)."""
+    def _prior_share_of_checked(p: Dict) -> Tuple[Optional[float], str]:
+        """(the share of the fits a refit replaces that fell back to the prior, what it was taken over).  Among
+        the fits that compared with the prior: a bag averages ``prior_share`` and ``prior_checked`` over its
+        folds, so their ratio leaves out the folds that had no time to check (they kept their network without a
+        verdict).  Where fewer than half of the folds checked, the share among all of them: a minority of checks
+        does not overrule the networks whose out-of-fold predictions the next level was fitted on.  (None, "")
+        where the record is absent (not a refit)."""
         share, checked = p.get("prior_share"), p.get("prior_checked")
         if share is None:
-            return None
-        if checked is None or float(checked) < 0.5:
-            return float(share)
-        return float(share) / float(checked)
+            return None, ""
+        share = float(share)
+        if checked is None:
+            return share, f"{share:.0%} of its fits fell back"
+        checked = float(checked)
+        if checked == 0.0:
+            return 0.0, "none of its fits compared with the prior"
+        if checked < 0.5:
+            return share, f"{share:.0%} of its fits fell back, {checked:.0%} compared with the prior"
+        return share / checked, f"{share / checked:.0%} of the fits that compared with the prior fell back"
 
     def _fall_back_to_prior(self, prior, reason: str) -> None:
         """Predict ``prior`` from now on.  The ensemble stays for its record (tau) but drops its network: weights

@@ -166,10 +166,13 @@ def test_a_refit_repeats_most_checked_folds_decision(tmp_path, folds, reason, fa
 def test_the_share_counts_only_the_folds_that_checked():
     """Bag means 0.4 / 0.6: two of the three folds that checked fell back; 0.4 / 0.4: fewer than half checked, so
     the share among all folds; a record without ``prior_checked`` is read as that share; not a refit: None."""
-    assert TabSwiftModel._prior_share_of_checked({"prior_share": 0.4, "prior_checked": 0.6}) == pytest.approx(2 / 3)
-    assert TabSwiftModel._prior_share_of_checked({"prior_share": 0.4, "prior_checked": 0.4}) == 0.4
-    assert TabSwiftModel._prior_share_of_checked({"prior_share": 0.6}) == 0.6
-    assert TabSwiftModel._prior_share_of_checked({"prior_share": None, "prior_checked": 0.0}) is None
+    def share(p):
+        return TabSwiftModel._prior_share_of_checked(p)[0]
+
+    assert share({"prior_share": 0.4, "prior_checked": 0.6}) == pytest.approx(2 / 3)
+    assert share({"prior_share": 0.4, "prior_checked": 0.4}) == 0.4
+    assert share({"prior_share": 0.6}) == 0.6
+    assert share({"prior_share": None, "prior_checked": 0.0}) is None
 
 
 def test_the_score_judged_is_the_one_of_the_model_as_it_predicts():

@@ -152,6 +152,10 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             net_args["num_bins"] = training_bins(torch.from_numpy(enc.x_num) * p["numeric_scale"])
         loss_fn = make_loss("class" if classification else self.problem_type, self.quantile_levels)
         val_proba, val_score_fn, judge, score_proba = self._validation_scorers(X_val, y_val, device)
+        if p["stop_on"] == "loss" and val_score_fn is not None:
+            # early stopping, the plateau cut and the kept epoch follow the validation loss (log loss for
+            # classification, as the members' judge; the stopping metric itself for regression and quantile)
+            val_score_fn = (lambda f: judge(val_proba(f)))
         prior = self._prior_prediction(y_np if classification else np.asarray(y, dtype=np.float64), sample_weight)
         if replay is not None and not replay:  # the fit (or every fold, on average) fell back to the prior
             self._fit_info = {"stop": {"rule": "replay", "epoch": 0, "member": None, "seconds": 0.0,
@@ -187,7 +191,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         self._fit_info = {"stop": {**s["stop"], "seconds": round(seconds, 3), "time_limit": time_limit,
                                    "stopped_early": None if time_limit is None else seconds < 0.5 * time_limit},
                           "members_kept": len(kept), "fallback": None}
-        fallback = self._worse_than_prior(kept, s, val_proba, score_proba, prior, y_val)
+        fallback = self._worse_than_prior(kept, s, val_proba, score_proba, prior, y_val,
+                                          scored_on_metric=p["stop_on"] == "metric")
         if fallback:
             self._fall_back_to_prior(prior, fallback)
         # refit_full (all rows, no validation) replays the kept members (defaults.pop_replay): each member's
@@ -202,14 +207,14 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                        f"stop: {s['stop_reason']}), threads chosen {s['threads']}; {len(kept)} member(s)")
 
     # ---- the prior: what a fit must beat (TorchPluginMixin's _prior_prediction) ----------------
-    def _worse_than_prior(self, kept, s, val_proba, score_proba, prior, y_val) -> str:
+    def _worse_than_prior(self, kept, s, val_proba, score_proba, prior, y_val, scored_on_metric: bool = True) -> str:
         """The reason the kept members validate worse than the prior on the stopping metric, or "" if they do not.
         A network that stopped early (too little time for the table) can predict worse than the class frequencies
         or the mean, and a model worse than the prior only costs an ensemble; where validation data exists the
         fit is judged, per fold when bagged (each fold has its own validation rows)."""
         if val_proba is None:
             return ""
-        if len(kept) == 1 and s["best_score"] is not None:
+        if len(kept) == 1 and s["best_score"] is not None and scored_on_metric:
             score = s["best_score"]  # the kept weights' validation score, as the trainer measured it
         else:
             score = score_proba(np.mean([val_proba(f) for f, _ in kept], axis=0))

@@ -404,6 +404,8 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
                     if sample_weight is not None else per_row.mean()
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
+                if params["grad_clip"] is not None:
+                    torch.nn.utils.clip_grad_norm_(net.parameters(), params["grad_clip"])
                 opt.step()
                 if use_bw:
                     net.update_branch_weights(branches, lambda q: loss_fn(q, yt).mean(), params["branch_momentum"])

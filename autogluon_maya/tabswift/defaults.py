@@ -38,6 +38,8 @@ DEFAULT_PARAMS = {
     "fine_tune_exit_steps": 40,       # after fine-tuning with tau set: retrain the exit heads (0 = early exit off)
     "fine_tune_eval_members": 2,      # ensemble members used for the validation checks while fine-tuning
     "fine_tune_schedule_steps": None, # cosine horizon (None = fine_tune_steps); set by fit for refit_full
+    "fine_tune_seconds": None,        # set by fit for refits: the seconds its fine-tuning ran (0.0 zero-shot);
+                                      # a refit's replayed fine-tuning must end within them (model.replay_seconds)
     "fine_tune_share": None,          # set by fit for refit_full: 1.0 if it kept fine-tuned weights, else 0.0
                                       # (a bag averages it over its folds: model.replay_steps)
     "prior_share": None,              # set by fit for refits: 1.0 if it fell back to the prior (its validation

@@ -61,6 +61,18 @@ def replay_steps(p: dict) -> int:
     return int(round(steps / float(share))) if share else int(round(steps))
 
 
+def replay_seconds(p: dict) -> Optional[float]:
+    """The seconds a refit's replayed fine-tuning may run: what the fit it replaces spent fine-tuning (the
+    mean over a bag's folds that fine-tuned, as ``replay_steps``).  AutoGluon gives a refit no time limit, and
+    the replay runs at most the steps the folds kept, without their validation passes, so the folds' own time
+    bounds it.  None where nothing was recorded (a user's explicit setting): no bound."""
+    seconds = p.get("fine_tune_seconds")
+    if seconds is None:
+        return None
+    share = p.get("fine_tune_share")
+    return float(seconds) / float(share) if share else float(seconds)
+
+
 def describe_checkpoint(path) -> str:
     from .weights import read_checkpoint_info
 
@@ -127,6 +139,11 @@ def _network_dims(checkpoint_path) -> tuple:
 
 class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     """TabSwift: pretrained in-context-learning transformer with registers, gated attention and early exit.
+
+    Paper: TabSwift: An Efficient Tabular Foundation Model with Row-Wise Attention (ICML 2026)
+    Authors: Si-Yang Liu, Han-Jia Ye
+    Codebase: https://github.com/LAMDA-Tabular/TabSwift (the network is re-implemented here, not copied)
+    License: MIT (the authors' code); Apache-2.0 (this implementation)
 
     Hyperparameters: ``autogluon_maya.tabswift.defaults.DEFAULT_PARAMS`` and the README.
     """
@@ -206,11 +223,6 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         logger.log(20, f"\tTabSwift weights: {choice.source}, {describe_checkpoint(path)}; sha256 "
                        f"{weights['sha256'][:16]}...; checkpoint_path={choice.requested!r}: {choice.reason}"
                        + (f" (repeating: {p[CHOICE_KEY]})" if p.get(CHOICE_KEY) else ""))
-        if choice.replay and choice.replay != p["checkpoint_path"]:
-            # a refit must load the weights its folds were validated with, even if the network came or went
-            # in between: AutoGluon passes params_trained to it as hyperparameters
-            self.params_trained["checkpoint_path"] = choice.replay
-            self.params_trained[CHOICE_KEY] = f"checkpoint_path={choice.requested!r}: {choice.reason}"
         X = self.preprocess(X, is_train=True)
         task = CLASSIFICATION if self.problem_type in (BINARY, MULTICLASS) else REG_TASK
         tau = p["tau"]
@@ -271,7 +283,6 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                                  step_seconds=0.0, min_steps=0, eval_every=1)
             summary["fine_tune_decision"] = {"requested": "auto", "fine_tuned": decision.pop("fine_tune"),
                                              **decision, "steps_run": 0, "best_step": 0}
-            self._record_auto(p, False)
             logger.log(20, f"\tTabSwift fine_tune='auto': zero-shot ({decision['reason']})")
         elif mode and has_val:
             from .finetune import fine_tune
@@ -284,10 +295,6 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                                      first_step_seconds=first_step, **ft_common))
             summary.pop("history", None)
             kept = summary["best_step"] > 0
-            self.params_trained["fine_tune_steps"] = max(0, int(summary["best_step"]))
-            self.params_trained["fine_tune_schedule_steps"] = int(p["fine_tune_steps"])
-            self.params_trained["fine_tune"] = kept
-            self.params_trained["fine_tune_share"] = 1.0 if kept else 0.0
             summary["fine_tune_decision"] = {
                 "requested": True, "fine_tuned": kept, "rule": "requested",
                 "reason": "fine_tune=True: the best validation step is kept (step 0 = the pretrained weights)",
@@ -297,16 +304,21 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         elif mode:  # refit_full / no validation: replay the step count found with validation
             from .finetune import fine_tune
 
-            steps = replay_steps(p)
+            steps, bound = replay_steps(p), replay_seconds(p)
+            deadlines = [time.time() + bound] if bound is not None else []
+            if time_limit is not None:
+                deadlines.append(time.time() + budget.remaining())
             if steps > 0:
-                summary.update(fine_tune(ens, None, steps=steps, eval_every=steps, patience=1, deadline=None,
+                summary.update(fine_tune(ens, None, steps=steps, eval_every=steps, patience=1,
+                                         deadline=min(deadlines) if deadlines else None,
                                          schedule_steps=p.get("fine_tune_schedule_steps") or steps, **ft_common))
                 summary.pop("history", None)
             ran = int(summary.get("fine_tune_steps", 0))  # 0 when fine-tuning skipped the table (> C_max classes)
             summary["fine_tune_decision"] = {
                 "requested": True, "fine_tuned": ran > 0, "rule": "replay",
-                "reason": f"no validation rows: {steps} steps replayed, the step count the validated fit kept",
-                "steps_run": ran, "best_step": ran}
+                "reason": f"no validation rows: {steps} steps replayed, the step count the validated fit kept"
+                          + (f", within {bound:.1f} s, the time its fine-tuning took" if bound is not None else ""),
+                "steps_run": ran, "best_step": ran, "stop_reason": summary.get("stop_reason")}
         else:
             summary["fine_tune_decision"] = {
                 "requested": False, "fine_tuned": False, "rule": "prior" if prior_refit else "requested",
@@ -332,7 +344,6 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                 if has_val:
                     summary.update(self._check_retrained_tau(ens, score_fn, float(tau), float(p["tau_max_loss"]),
                                                              budget))
-                self.params_trained["tau"] = ens.tau  # refit_full replays what the check kept
         if network.exit_heads_stale:
             summary.update(self._drop_stale_exit_heads(ens, p, tau if wants_exit else None, fresh=headless))
             if wants_exit:
@@ -343,7 +354,6 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             else:
                 logger.log(20, "\tTabSwift: tau='auto' needs validation data and exit heads; early exit off")
                 ens.tau = None
-            self.params_trained["tau"] = ens.tau
         if has_val:
             summary["prior_check"] = self._check_against_prior(y_np, y_val_np, summary, score_fn, budget)
         else:  # a refit repeats the fit it replaces
@@ -352,7 +362,29 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             summary["prior_check"] = {"checked": False, "fallback": prior_refit, "reason": reason}
             if prior_refit:
                 self._fall_back_to_prior(self._prior_prediction(y_np), reason)
+        self._record_for_refits(p, choice, mode, summary)
         self._fit_summary = summary
+
+    def _record_for_refits(self, p: Dict, choice, mode, summary: Dict) -> None:
+        """What a refit without validation rows repeats, written by every fit on every path.  AutoGluon gives a
+        refit the fit's ``params_trained`` as hyperparameters; a bag first combines its folds' records key by key
+        over the first fold's keys (``BaggedEnsembleModel._get_compressed_params``), so a key that one fold
+        lacks fails the bag's refit.  Recorded: the weights (``checkpoint_path`` by the value that names them
+        again, ``CHOICE_KEY`` the decision "auto" took, "" where none), the fine-tuning outcome, the τ in use,
+        and whether the fit fell back to the prior."""
+        d = summary["fine_tune_decision"]
+        kept = bool(d["fine_tuned"])
+        decided = choice.replay is not None and choice.replay != p["checkpoint_path"]
+        self.params_trained["checkpoint_path"] = choice.replay or p["checkpoint_path"]
+        self.params_trained[CHOICE_KEY] = (f"checkpoint_path={choice.requested!r}: {choice.reason}" if decided
+                                           else p.get(CHOICE_KEY) or "")
+        self._record_fine_tune(p, kept, int(d.get("best_step", 0)) if kept else 0,
+                               AUTO_CHOICES[kept] if mode == "auto" else p.get(FINE_TUNE_CHOICE_KEY) or "",
+                               seconds=float(summary.get("fine_tune_seconds", 0.0)) if kept else 0.0)
+        self.params_trained["tau"] = self.model.tau
+        if "prior_share" not in self.params_trained:  # a refit: _check_against_prior did not run
+            self.params_trained["prior_share"] = 1.0 if self._prior is not None else 0.0
+            self.params_trained["prior_checked"] = 0.0
 
     def _validated_score(self, summary: Dict) -> Optional[float]:
         """The whole ensemble's validation score as it now predicts, where this fit has measured it, else None:
@@ -475,20 +507,27 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         summary.update(result)
         decision.update(metric=self.stopping_metric.name, val_members=len(members))
         kept = bool(decision["fine_tuned"])
-        self._record_auto(p, kept, steps=int(result.get("best_step", 0)) if kept else 0)
         verdict = "fine-tuned weights kept" if kept else "zero-shot"
         logger.log(20, f"\tTabSwift fine_tune='auto': {verdict} (rule {decision['rule']}): {decision['reason']}")
         return decision
 
-    def _record_auto(self, p, kept: bool, steps: int = 0) -> None:
-        """params_trained of a fine_tune="auto" fit: the decision as explicit values, so a refit without
-        validation rows (which AutoGluon gives params_trained as hyperparameters) repeats it.  Every fold
-        sets the same keys (a bag compresses them key by key)."""
+    def _record_auto(self, p, kept: bool, steps: int = 0, seconds: float = 0.0) -> None:
+        """params_trained of a fine_tune="auto" fit (``_record_fine_tune`` with the decision's text)."""
+        self._record_fine_tune(p, kept, steps, AUTO_CHOICES[bool(kept)], seconds)
+
+    def _record_fine_tune(self, p, kept: bool, steps: int, choice: str, seconds: float = 0.0) -> None:
+        """The fine-tuning outcome as explicit values a refit repeats: whether the kept weights are fine-tuned,
+        their step count and the cosine's horizon; ``fine_tune_share`` (1.0 or 0.0) lets a bag's refit average
+        the step count over the folds that fine-tuned (``replay_steps``); ``choice``: the "auto" decision's text
+        ("" where fine_tune was given); ``seconds``: how long the fine-tuning ran, the bound of a refit's replay
+        (``replay_seconds``)."""
         self.params_trained["fine_tune"] = bool(kept)
         self.params_trained["fine_tune_steps"] = int(steps)
+        self.params_trained["fine_tune_seconds"] = float(seconds)
         self.params_trained["fine_tune_share"] = 1.0 if kept else 0.0
-        self.params_trained["fine_tune_schedule_steps"] = int(p["fine_tune_steps"])
-        self.params_trained[FINE_TUNE_CHOICE_KEY] = AUTO_CHOICES[bool(kept)]
+        horizon = p.get("fine_tune_schedule_steps") or p["fine_tune_steps"]
+        self.params_trained["fine_tune_schedule_steps"] = int(horizon)
+        self.params_trained[FINE_TUNE_CHOICE_KEY] = choice
 
     def _choose_threads(self, ens, p, seed: int, num_cpus: int, device, summary: Dict, trains: bool) -> tuple:
         """The fit's torch thread count and one probe episode's forward seconds at that count.
@@ -532,6 +571,9 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         return threads, probe_seconds
 
     def _get_child_num_cpus(self) -> Optional[int]:
+        """Threads for predict: in the fitting process, the count the fit's probe chose (the out-of-fold and
+        validation predictions that follow run on the same machine at the same moment); a loaded model, the
+        cores it was given (``save`` keeps no probe)."""
         return getattr(self, "_fit_threads", None) or super()._get_child_num_cpus()
 
     def _train_exit_heads(self, ens, p, seed: int, budget, time_limit, first_step: float, fresh: bool) -> Dict:
@@ -571,7 +613,6 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                        "were not retrained")
         logger.log(20, f"\tTabSwift: early exit turned off (tau={tau!r} not used): {context} ({cause}); "
                        f"the heads were dropped")
-        self.params_trained["tau"] = None
         return {"exit_heads": "dropped", "early_exit_off": cause}
 
     def _check_retrained_tau(self, ens, score_fn, tau: float, max_loss: float, budget) -> Dict:
@@ -673,14 +714,20 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         if path is None:
             path = self.path
         network = self.model.network if self.model is not None else None
-        if network is None:
-            return super().save(path=path, verbose=verbose)
-        save_checkpoint(network, Path(path) / WEIGHTS_NAME, metadata={"source": "TabSwiftModel.save"})
-        self.model.set_network(None)
+        # the thread count probed at fit speaks for that machine at that moment: a saved model predicts on the
+        # cores it is given (_get_child_num_cpus), wherever and whenever it is loaded
+        fit_threads, self._fit_threads = self._fit_threads, None
         try:
-            return super().save(path=path, verbose=verbose)
+            if network is None:
+                return super().save(path=path, verbose=verbose)
+            save_checkpoint(network, Path(path) / WEIGHTS_NAME, metadata={"source": "TabSwiftModel.save"})
+            self.model.set_network(None)
+            try:
+                return super().save(path=path, verbose=verbose)
+            finally:
+                self.model.set_network(network)
         finally:
-            self.model.set_network(network)
+            self._fit_threads = fit_threads
 
     @classmethod
     def load(cls, path: str, reset_paths: bool = True, verbose: bool = True):

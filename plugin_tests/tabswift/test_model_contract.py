@@ -317,6 +317,13 @@ def test_fit_and_predict_run_on_the_thread_count_chosen_at_fit(tmp_path, monkeyp
     torch.set_num_threads(2)
     model.predict_proba(X.iloc[150:])
     assert threads_seen == [expected] and torch.get_num_threads() == 2  # the caller's count is restored
+    # saved and loaded, the model predicts on the cores it was given, not the fit's probe
+    model.save()
+    threads_seen.clear()
+    torch.set_num_threads(1)
+    TabSwiftModel.load(model.path).predict_proba(X.iloc[150:])
+    assert threads_seen == [2] and torch.get_num_threads() == 1
+    assert model._fit_threads == expected  # saving did not change the model in memory
     # one core: nothing to choose
     probes.clear()
     one = fit_on_cores(TabSwiftModel(path=str(tmp_path / "one"), name="one", problem_type="binary",

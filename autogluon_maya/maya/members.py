@@ -68,26 +68,99 @@ MEMBER_KEYS = ("seed", "parallel", "started_at", "epochs", "best_epoch", "best_s
                "train_seconds", "seconds_to_best", "ensemble_score")
 
 
-def train_members(build: Build, train: Train, *, budget, max_members: int, parallel: int, num_cpus: int, seed: int,
-                  val_proba: Optional[Callable] = None, judge: Optional[Callable] = None,
-                  replay: Optional[Sequence[Sequence[int]]] = None) -> Tuple[List[tuple], dict]:
-    """Train up to ``max_members`` networks; returns the kept ones as (network, summary) and the fit's report.
+class MemberSettings(NamedTuple):
+    """What the member loop trains: up to ``max_members`` networks, member i from ``seed`` + i x
+    ``MEMBER_SEED_STRIDE``; the first ``parallel`` at once, sharing ``num_cpus`` threads.  ``replay``
+    ([[seed, epochs], ...], refit_full): exactly those members, each for its own epoch count."""
+    max_members: int
+    parallel: int
+    num_cpus: int
+    seed: int
+    replay: Optional[Sequence[Sequence[int]]] = None
 
-    - The first ``parallel`` members train at once, ``num_cpus // parallel`` torch threads each, on one shared
-      budget: a member that fails ends it for the other.  Each keeps a validation pass back for its scoring.
-    - With a time limit the plan is made again before each further member from the time then left
-      (``plan_further_members``); each trains to the end of its share.
-    - With ``val_proba``, a further member is kept only if ``judge`` (higher is better) of the average with it is
-      not lower than without; the next member still trains.
-    - ``replay`` ([[seed, epochs], ...], refit_full): exactly those members, each for its own epoch count."""
-    from autogluon.core.utils.exceptions import TimeLimitExceeded
+    def seeds(self) -> List[int]:
+        if self.replay:
+            return [int(s) for s, _ in self.replay]
+        return [self.seed + MEMBER_SEED_STRIDE * i for i in range(self.max_members)]
 
+    def epochs(self) -> List[Optional[int]]:
+        return [int(e) for _, e in self.replay] if self.replay else [None] * self.max_members
+
+
+class MemberJudge(NamedTuple):
+    """How a further member is judged: ``val_proba(network)``, its validation predictions; ``judge(proba)``, the
+    score (higher is better) of an average of members' predictions."""
+    val_proba: Callable
+    judge: Callable
+
+
+class _Ensemble:
+    """The members kept so far, and the validation record that decides whether a further one stays: it stays only
+    if the average with it validates no worse than without (the next member still trains)."""
+
+    def __init__(self, judge: Optional[MemberJudge]):
+        self.judge, self.kept, self.probas, self.dropped, self.best = judge, [], [], [], None
+
+    def offer(self, j: int, network, summary: dict) -> None:
+        if self.judge is not None and j > 0:
+            if not self.probas:  # the first member's share, scored once a second one exists
+                self.probas.append(self.judge.val_proba(self.kept[0][0]))
+                self.best = self.kept[0][1]["ensemble_score"] = self.judge.judge(self.probas[0])
+            proba = self.judge.val_proba(network)
+            score = self.judge.judge(np.mean(self.probas + [proba], axis=0))
+            if score < self.best:
+                self.dropped.append(f"member {j + 1} dropped: the average scored {score:.4f} on validation, "
+                                    f"{self.best:.4f} without it")
+                logger.log(15, f"\tMAYA: {self.dropped[-1]}")
+                return
+            self.probas.append(proba)
+            self.best = summary["ensemble_score"] = score
+        self.kept.append((network, summary))
+
+
+def _train_pair(build: Build, run: Callable, seeds: List[int], budget, n: int, num_cpus: int,
+                reserve_passes: int) -> List[tuple]:
+    """The first ``n`` members at once, ``num_cpus // n`` torch threads each, on one shared budget: a member that
+    fails ends it for the other.  Each keeps ``reserve_passes`` validation passes back for its scoring."""
     from ..common.training import torch_threads
 
-    seeds = [int(s) for s, _ in replay] if replay else [seed + MEMBER_SEED_STRIDE * i for i in range(max_members)]
-    epochs = [int(e) for _, e in replay] if replay else [None] * len(seeds)
-    kept, probas, dropped, started_with, trained = [], [], [], [], []
-    stop, best, failed = f"ensemble_members={len(seeds)}", None, False
+    threads = max(1, num_cpus // n)
+    logger.log(15, f"\tMAYA: members 1-{n} train in parallel, {threads} thread(s) each")
+    pair = budget.share(float("inf"))
+    networks = [build(seeds[j]) for j in range(n)]
+
+    def in_pair(j: int) -> tuple:
+        try:
+            return run(j, networks[j], pair, threads, reserve_passes)
+        except BaseException:
+            pair.limit = 0.0
+            raise
+
+    with torch_threads(threads), ThreadPoolExecutor(n) as pool:
+        return list(pool.map(in_pair, range(n)))
+
+
+def _further_member_budget(budget, first: dict, further: int) -> Tuple[Optional[object], str]:
+    """(the budget of the next member, or None where the time left holds none; the plan's reason): with a time
+    limit the plan is made again before each further member from the time then left (``plan_further_members``)
+    and the member trains to the end of its share."""
+    plan = plan_further_members(time_left=budget.remaining(), max_further=further,
+                                validation_seconds=first["validation_seconds"],
+                                first_seconds_to_best=first["seconds_to_best"])
+    return (budget.share(plan.seconds) if plan.further >= 1 else None), plan.reason
+
+
+def train_members(build: Build, train: Train, budget, settings: MemberSettings,
+                  judge: Optional[MemberJudge] = None) -> Tuple[List[tuple], dict]:
+    """Train the members ``settings`` asks for; returns the kept ones as (network, summary) and the fit's report.
+    Steps: the first members at once (``_train_pair``) or one at a time, each further one on the plan made from
+    the time then left (``_further_member_budget``, not for a replay), each kept or dropped by ``judge``
+    (``_Ensemble``); a first member that cannot train fails the fit with the reason."""
+    from autogluon.core.utils.exceptions import TimeLimitExceeded
+
+    seeds, epochs = settings.seeds(), settings.epochs()
+    ensemble, started_with, trained = _Ensemble(judge), [], []
+    stop, failed = f"ensemble_members={len(seeds)}", False
 
     def run(i: int, network, member_budget, threads: int, reserve_passes: int) -> tuple:
         start = budget.elapsed()
@@ -99,37 +172,20 @@ def train_members(build: Build, train: Train, *, budget, max_members: int, paral
 
     i = 0
     while i < len(seeds):
-        if i == 0 and parallel > 1:
-            n = min(parallel, len(seeds))
-            threads = max(1, num_cpus // n)
-            logger.log(15, f"\tMAYA: members 1-{n} train in parallel, {threads} thread(s) each")
+        if i == 0 and settings.parallel > 1:
+            n = min(settings.parallel, len(seeds))
             started_with += [budget.remaining()] * n
-            pair = budget.share(float("inf"))
-            networks = [build(seeds[j]) for j in range(n)]
-
-            def in_pair(j: int) -> tuple:
-                try:
-                    return run(j, networks[j], pair, threads, 1 if val_proba is not None else 0)
-                except BaseException:
-                    pair.limit = 0.0
-                    raise
-
-            with torch_threads(threads), ThreadPoolExecutor(n) as pool:
-                results = list(pool.map(in_pair, range(n)))
+            results = _train_pair(build, run, seeds, budget, n, settings.num_cpus, 1 if judge is not None else 0)
         else:
             member_budget = budget
-            if i > 0 and budget.limit is not None and not replay:
-                first = kept[0][1]
-                plan = plan_further_members(time_left=budget.remaining(), max_further=len(seeds) - i,
-                                            validation_seconds=first["validation_seconds"],
-                                            first_seconds_to_best=first["seconds_to_best"])
-                logger.log(15, f"\tMAYA: member {i + 1}: {plan.reason}")
-                if plan.further < 1:
-                    stop = plan.reason
+            if i > 0 and budget.limit is not None and not settings.replay:
+                member_budget, reason = _further_member_budget(budget, ensemble.kept[0][1], len(seeds) - i)
+                logger.log(15, f"\tMAYA: member {i + 1}: {reason}")
+                if member_budget is None:
+                    stop = reason
                     break
-                member_budget = budget.share(plan.seconds)
             started_with.append(member_budget.remaining())
-            results = [run(i, build(seeds[i]), member_budget, num_cpus, 0)]
+            results = [run(i, build(seeds[i]), member_budget, settings.num_cpus, 0)]
         for j, (network, summary) in enumerate(results, start=i):
             summary["parallel"] = len(results)
             if summary["steps"] == 0 or summary["stop_reason"].startswith("infeasible"):
@@ -140,23 +196,11 @@ def train_members(build: Build, train: Train, *, budget, max_members: int, paral
                 stop, failed = f"member {j + 1}: {summary['stop_reason']}", True
                 break
             trained.append((j, summary))
-            if val_proba is not None and j > 0:
-                if not probas:  # the first member's share, scored once a second one exists
-                    probas.append(val_proba(kept[0][0]))
-                    best = kept[0][1]["ensemble_score"] = judge(probas[0])
-                proba = val_proba(network)
-                score = judge(np.mean(probas + [proba], axis=0))
-                if score < best:
-                    dropped.append(f"member {j + 1} dropped: the average scored {score:.4f} on validation, "
-                                   f"{best:.4f} without it")
-                    logger.log(15, f"\tMAYA: {dropped[-1]}")
-                    continue
-                probas.append(proba)
-                best = summary["ensemble_score"] = score
-            kept.append((network, summary))
+            ensemble.offer(j, network, summary)
         if failed:
             break
         i += len(results)
+    kept, dropped = ensemble.kept, ensemble.dropped
     report = {**kept[0][1], "members_stop": stop, "members_dropped": dropped,
               "members_started_with_seconds": started_with,
               "members": [{k: s.get(k) for k in MEMBER_KEYS} for _, s in kept],

@@ -14,7 +14,8 @@ from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorch
 
 from ..common.ag_model import TORCH_IMPORT_BYTES, TorchPluginMixin, param_value
 from .defaults import AUTO_BATCH_ROWS, check_params, pop_replay, replay_record, resolve_defaults
-from .members import PARALLEL_MAX_ACTIVATION_BYTES, parallel_wanted, resolve_members, resolve_parallel, train_members
+from .members import (PARALLEL_MAX_ACTIVATION_BYTES, MemberJudge, MemberSettings, parallel_wanted, resolve_members,
+                      resolve_parallel, train_members)
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
@@ -45,7 +46,19 @@ def activation_bytes(batch: int, n_features: int, hidden: int, layers: int, bran
 
 
 class MayaModel(TorchPluginMixin, AbstractTorchModel):
-    """MAYA, trained per dataset; settings: ``defaults.DEFAULT_PARAMS``, described in docs/maya.md."""
+    """MAYA: an encoder-decoder transformer trained per dataset (multi-branch attention encoder, label-aware
+    inter-instance attention decoder).
+
+    Paper: Multi-branch of Attention Yields Accurate Results for Tabular Data (arXiv:2502.12507, 2025)
+    Authors: Xuechen Li, Yupeng Li, Jian Liu, Xiaolin Jin, Xin Hu
+    Codebase: none named in the paper; this is an independent implementation from the paper's text
+    License: Apache-2.0 (this implementation)
+
+    Numeric embeddings (``num_embeddings``): Gorishniy et al., "On Embeddings for Numerical Features in Tabular
+    Deep Learning" (NeurIPS 2022), through their library ``rtdl_num_embeddings`` (Apache-2.0).
+
+    Settings: ``defaults.DEFAULT_PARAMS``, described in docs/maya.md.
+    """
 
     ag_key = "MAYA"
     ag_name = "Maya"
@@ -121,7 +134,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         from ..common.training import to_tensors
         from .network import NETWORK_KEYS, MayaNetwork, training_bins
         from .search_space import round_hidden_size
-        from .trainer import FittedMaya, FittedMayaMembers, effective_batch_size, make_loss, train_maya
+        from .trainer import FittedMaya, FittedMayaMembers, TrainConfig, TrainData, effective_batch_size, make_loss, \
+            train_maya
 
         budget = self._fit_budget(time_limit)
         p = self._get_model_params()
@@ -151,11 +165,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
 
             net_args["num_bins"] = training_bins(torch.from_numpy(enc.x_num) * p["numeric_scale"])
         loss_fn = make_loss("class" if classification else self.problem_type, self.quantile_levels)
-        val_proba, val_score_fn, judge, score_proba = self._validation_scorers(X_val, y_val, device)
-        if p["stop_on"] == "loss" and val_score_fn is not None:
-            # early stopping, the plateau cut and the kept epoch follow the validation loss (log loss for
-            # classification, as the members' judge; the stopping metric itself for regression and quantile)
-            val_score_fn = (lambda f: judge(val_proba(f)))
+        val_proba, val_score_fn, judge, score_proba = self._validation_scorers(X_val, y_val, device, p["stop_on"])
         prior = self._prior_prediction(y_np if classification else np.asarray(y, dtype=np.float64), sample_weight)
         if replay is not None and not replay:  # the fit (or every fold, on average) fell back to the prior
             self._fit_info = {"stop": {"rule": "replay", "epoch": 0, "member": None, "seconds": 0.0,
@@ -171,11 +181,13 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             torch.manual_seed(member_seed)
             return FittedMaya(MayaNetwork(**net_args)).to(device)
 
+        data = TrainData(x_num, x_cat, y_t, y_t, w_t)
+
         def train(fitted, member_seed, member_budget, threads, reserve_passes, max_epochs) -> dict:
-            summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_t, y_target=y_t, sample_weight=w_t,
-                                 loss_fn=loss_fn, params=p, device=device, budget=member_budget, seed=member_seed,
-                                 val_score_fn=val_score_fn, max_epochs=max_epochs or p["max_epochs"],
-                                 num_threads=threads, reserve_passes=reserve_passes)
+            cfg = TrainConfig(params=p, loss_fn=loss_fn, device=device, seed=member_seed,
+                              max_epochs=max_epochs or p["max_epochs"], num_threads=threads,
+                              reserve_passes=reserve_passes)
+            summary = train_maya(fitted, data, cfg, member_budget, val_score_fn=val_score_fn)
             if summary["steps"] > 0 and not summary["context_fresh"]:  # the restored weights must encode it
                 fitted.set_context(x_num, x_cat, y_t)
             return summary
@@ -184,8 +196,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         step_bytes = activation_bytes(p["batch_size"], enc.x_num.shape[1] + enc.x_cat.shape[1], p["hidden_size"],
                                       p["num_layers"], p["num_branch"])
         parallel = resolve_parallel(p["parallel_members"], max_members, num_cpus, device.type, step_bytes)
-        kept, s = train_members(build, train, budget=budget, max_members=max_members, parallel=parallel,
-                                num_cpus=num_cpus, seed=seed, val_proba=val_proba, judge=judge, replay=replay)
+        kept, s = train_members(build, train, budget, MemberSettings(max_members, parallel, num_cpus, seed, replay),
+                                MemberJudge(val_proba, judge) if val_proba is not None else None)
         seconds = budget.elapsed()
         self.model, self._fit_summary = FittedMayaMembers([f for f, _ in kept]), s
         self._fit_info = {"stop": {**s["stop"], "seconds": round(seconds, 3), "time_limit": time_limit,
@@ -235,11 +247,13 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         self._fit_info = {**self._fit_info, "members_kept": 0, "fallback": {"to": "prior", "reason": reason}}
         logger.warning(f"\tMAYA predicts the prior instead: {reason}")
 
-    def _validation_scorers(self, X_val, y_val, device):
-        """(validation probabilities of a network, its stopping-metric score, the judge of an average of
+    def _validation_scorers(self, X_val, y_val, device, stop_on: str = "metric"):
+        """(validation probabilities of a network, the score its training follows, the judge of an average of
         members, the stopping-metric score of given probabilities), or Nones without validation data.  Members
         are judged by log loss for classification: a proper score moves with every row's confidence, where
-        accuracy moves in whole rows and on a small validation set one row decides (docs/maya.md)."""
+        accuracy moves in whole rows and on a small validation set one row decides (docs/maya.md).  Training
+        (early stopping, the plateau cut, the kept epoch) follows the stopping metric, or with ``stop_on="loss"``
+        the judge's loss (for regression and quantile the judge is the stopping metric itself)."""
         if X_val is None or not len(X_val):
             return None, None, None, None
         from autogluon.core.metrics import log_loss
@@ -257,11 +271,11 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         def score_proba(p):
             return self.score_with_y_pred_proba(y=y_val, y_pred_proba=p, metric=self.stopping_metric)
 
-        def score(f):  # the trainer has just refreshed f's context
-            return score_proba(proba(f))
-
         def judge(p):
             return self.score_with_y_pred_proba(y=y_val, y_pred_proba=p, metric=judge_metric)
+
+        def score(f):  # the trainer has just refreshed f's context
+            return (judge if stop_on == "loss" else score_proba)(proba(f))
 
         return proba, score, judge, score_proba
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import contextmanager
-from typing import Callable, List, Optional
+from dataclasses import dataclass
+from typing import Callable, List, NamedTuple, Optional
 
 import numpy as np
 import torch
@@ -263,169 +264,241 @@ PLATEAU_PATIENCE = 5  # epochs without a better validation score before the rate
 PLATEAU_FACTOR = 0.3
 
 
-def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_weight, loss_fn,
-               params: dict, device: torch.device, budget: TimeBudget, seed: int,
-               val_score_fn: Optional[Callable[[FittedMaya], float]] = None,
-               max_epochs: int, log_every: int = 10, num_threads: Optional[int] = None,
-               reserve_passes: int = 0) -> dict:
-    """AdamW training, early stopping on ``val_score_fn`` (higher is better), best-epoch restore.
+class TrainData(NamedTuple):
+    """One network's training rows, as tensors on the training device."""
+    x_num: torch.Tensor
+    x_cat: torch.Tensor
+    y_label: torch.Tensor  # what IAIL embeds as a context row's label (Eq. 13)
+    y_target: torch.Tensor  # what the loss compares the prediction with (Eq. 9)
+    sample_weight: Optional[torch.Tensor] = None
 
-    ``params``: checked settings (``defaults.check_params``), ``batch_size`` an int; tensors on ``device``.  The
-    budget is checked before every step, encoding and validation pass against their measured durations; on time
-    it stops and keeps the best (or last) weights.  ``num_threads`` > 1 on CPU lets ``AdaptiveThreads`` pick 1 or
-    that many.  ``reserve_passes``: passes the caller runs after training, kept out of the budget.  The summary's
-    ``context_fresh``: whether the context was encoded with the weights ``fitted`` ends with."""
-    net = fitted.net
+    def __len__(self) -> int:
+        return len(self.x_num)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How one network trains.  ``params``: checked settings (``defaults.check_params``), ``batch_size`` an int;
+    ``loss_fn``: per-row losses (``make_loss``); ``num_threads`` > 1 on a CPU lets ``AdaptiveThreads`` pick 1 or
+    that many; ``reserve_passes``: encoding passes the caller runs after training, kept out of the budget."""
+    params: dict
+    loss_fn: Callable
+    device: torch.device
+    seed: int
+    max_epochs: int
+    num_threads: Optional[int] = None
+    reserve_passes: int = 0
+    log_every: int = 10
+
+
+def patience_stretch(n: int, batch_size: int) -> int:
+    """Patience counts epochs; with the paper's batch sizes a small table has one step per epoch, and 16 epochs
+    of patience would be 16 steps: both patiences are stretched to span at least ``MIN_STEPS_PER_EPOCH`` epochs'
+    worth of steps."""
+    return max(1, int(np.ceil(MIN_STEPS_PER_EPOCH / max(1, int(np.ceil(n / batch_size))))))
+
+
+def make_optimizer(net: nn.Module, params: dict, validated: bool, max_epochs: int, stretch: int) -> tuple:
+    """(AdamW, the plateau scheduler or None, the cosine scheduler or None).  The paper's recipe keeps the rate
+    constant and decays weight matrices only.  The default decays every parameter and cuts the rate on a
+    validation plateau (torch's scheduler; scores are higher-is-better), so that training settles into a minimum;
+    without validation data (refit_full: a fixed epoch count) there is no plateau to detect and the rate follows
+    a cosine.  Fused AdamW updates every parameter in one kernel instead of a loop over them (docs/maya.md)."""
     paper = params["recipe"] == "paper"
     groups = parameter_groups(net, params["weight_decay"], matrices_only=paper)
-    # fused AdamW updates every parameter in one kernel instead of a loop over them (docs/maya.md: its cost)
     opt = torch.optim.AdamW(groups, lr=params["learning_rate"], fused=True)
-    n = len(x_num)
-    batch_size = max(2, min(int(params["batch_size"]), n))
-    # patience counts epochs; with the paper's batch sizes a small table has one step per epoch, and 16
-    # epochs of patience would be 16 steps: stretch both patiences so that they always span at least
-    # MIN_STEPS_PER_EPOCH epochs' worth of steps
-    stretch = max(1, int(np.ceil(MIN_STEPS_PER_EPOCH / max(1, int(np.ceil(n / batch_size))))))
-    # The paper's recipe keeps the rate constant.  The default cuts it on a validation plateau (torch's
-    # scheduler; scores are higher-is-better), so that training settles into a minimum; without validation
-    # data (refit_full: a fixed epoch count) there is no plateau to detect, and the rate follows a cosine.
-    scheduler, cosine = None, None
-    if not paper and val_score_fn is not None:
-        scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(
+    if paper:
+        return opt, None, None
+    if validated:
+        return opt, torch.optim.lr_scheduler.ReduceLROnPlateau(
             opt, mode="max", factor=PLATEAU_FACTOR, patience=PLATEAU_PATIENCE * stretch,
-            min_lr=params["learning_rate"] * 1e-3)
-    elif not paper:
-        cosine = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, max_epochs),
-                                                            eta_min=params["learning_rate"] * 1e-2)
-    rng = np.random.default_rng(seed)
-    patience = params["patience"]
-    ckpt = BestCheckpoint(patience=patience * stretch if val_score_fn is not None and patience is not None else None)
+            min_lr=params["learning_rate"] * 1e-3), None
+    return opt, None, torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, max_epochs),
+                                                                 eta_min=params["learning_rate"] * 1e-2)
+
+
+def plan_batch(net: MayaNetwork, data: TrainData, batch_size: int, budget: TimeBudget, validated: bool) -> tuple:
+    """(the batch the time limit allows, the reason it differs from ``batch_size``): ``MIN_STEPS_PER_EPOCH`` steps
+    at the estimated step time must fit in what is left (``fit_batch_to_budget``), and without validation data one
+    whole epoch (``one_epoch_fits``).  A batch of 0: no step fits, the reason says why."""
+    if not np.isfinite(budget.remaining()):
+        return batch_size, ""
+    asked, n = batch_size, len(data)
+    est = estimate_step_seconds(net, data.x_num, data.x_cat, data.y_label, batch_size, budget.remaining(),
+                                MIN_STEPS_PER_EPOCH)
+    batch_size, why = fit_batch_to_budget(batch_size, est, budget.remaining(), MIN_STEPS_PER_EPOCH)
+    if batch_size and not validated:
+        epoch_why = one_epoch_fits(batch_size, est * batch_size / asked, n, budget.remaining())
+        if epoch_why:
+            batch_size, why = 0, epoch_why
+    if why.startswith("infeasible"):
+        why += f" ({data.x_num.shape[1] + data.x_cat.shape[1] + 1} tokens per row)"
+    return batch_size, why
+
+
+class _Validation:
+    """The validation passes of one network: encode the context, score the validation rows (the live weights and,
+    with a weight average, the average), keep the better as the best so far (``BestCheckpoint``, which also
+    counts the patience), step the plateau's rate cut, and set the cadence of passes after the first one
+    (``validation_cadence``).  ``history`` holds (epoch, seconds since the fit started, score)."""
+
+    def __init__(self, fitted: FittedMaya, data: TrainData, score_fn: Callable, cfg: TrainConfig,
+                 ckpt: BestCheckpoint, plateau, weight_avg: Optional[WeightAverage], clock: _Clock,
+                 budget: TimeBudget, kept_back: Callable[[], float], batch_size: int):
+        self.fitted, self.data, self.score_fn, self.cfg = fitted, data, score_fn, cfg
+        self.ckpt, self.plateau, self.weight_avg, self.clock = ckpt, plateau, weight_avg, clock
+        self.budget, self.kept_back, self.batch_size = budget, kept_back, batch_size
+        self.plateau_patience = plateau.patience if plateau is not None else None
+        self.every, self.last = 1, 0  # epochs between passes; the epoch of the last pass
+        self.history: List[tuple] = []
+        self.context_epoch = None  # the epoch whose weights encoded fitted's current context
+        self.best_is_average = None  # with an average: whether the kept weights are the average
+
+    def due(self, epoch: int) -> bool:
+        return epoch - self.last >= self.every
+
+    def run(self, epoch: int, epoch_train_s: float, loss: Optional[torch.Tensor]) -> bool:
+        """One pass after ``epoch``; False when its measured duration (the first time: an estimate from the
+        steps) no longer fits in the budget beside what training keeps back."""
+        data, net = self.data, self.fitted.net
+        t_val = self.clock.encode_estimate(len(data) + 1024, self.batch_size) * (2 if self.weight_avg else 1)
+        if self.budget.remaining() < t_val + self.kept_back():
+            return False
+        tv = time.perf_counter()
+        since = epoch - self.last
+        self.fitted.set_context(data.x_num, data.x_cat, data.y_label)
+        score = self.score_fn(self.fitted)
+        self.context_epoch = epoch
+        kept = net
+        if self.weight_avg is not None:
+            # The average wins when training has settled but lags while the score still moves fast: score
+            # both, keep the better (always keeping the average loses where it lags, docs/maya.md).
+            with self.weight_avg.swapped_into(net):
+                self.fitted.set_context(data.x_num, data.x_cat, data.y_label)
+                avg_score = self.score_fn(self.fitted)
+            if np.isfinite(avg_score) and not avg_score < score:
+                score, kept = avg_score, self.weight_avg.model.module
+            else:  # fitted's context holds the average's encodings, not the live ones
+                self.context_epoch = None
+        if self.ckpt.update(score, epoch, kept, epochs_since_last=since) and self.weight_avg is not None:
+            self.best_is_average = kept is not net
+        self.clock.validation = time.perf_counter() - tv
+        if self.last == 0:
+            self.every = validation_cadence(self.cfg.params["validation_every"], self.clock.validation,
+                                            epoch_train_s)
+            if self.plateau is not None and self.every > 1:  # the plateau's patience counts epochs, not passes
+                self.plateau.patience = max(1, int(np.ceil(self.plateau_patience / self.every)))
+        self.last = epoch
+        if self.plateau is not None:
+            self.plateau.step(score if np.isfinite(score) else -float("inf"))
+        # exact seconds: rounded ones put a best last epoch past the member's end (seconds_to_best > train_seconds)
+        self.history.append((epoch, self.budget.elapsed(), float(score)))
+        if epoch % self.cfg.log_every == 0 or epoch == 1:
+            logger.log(15, f"\tMAYA epoch {epoch}: loss={loss.item() if loss is not None else float('nan'):.4f} "
+                           f"val={score:.4f} (best {self.ckpt.best_score:.4f} @ {self.ckpt.best_epoch})")
+        return True
+
+
+def _train_epoch(net: MayaNetwork, opt, data: TrainData, cfg: TrainConfig, batch_size: int, rng, budget: TimeBudget,
+                 clock: _Clock, threads: AdaptiveThreads, weight_avg: Optional[WeightAverage],
+                 kept_back: Callable[[], float]) -> tuple:
+    """One pass over the rows in shuffled batches: (steps taken, whether the budget cut the epoch short, the
+    last batch's loss).  No step starts that cannot end before what training keeps back (``kept_back``)."""
+    params, loss_fn, device = cfg.params, cfg.loss_fn, cfg.device
     use_bw = params["use_branch_weights"] and params["num_branch"] > 1
-    steps, epochs_done, epoch_time = 0, 0, 0.0
+    net.train()
+    steps, loss, reserve = 0, None, kept_back()
+    for idx in batch_slices(len(data), batch_size, rng):
+        if budget.remaining() < clock.step + reserve:
+            return steps, True, loss
+        t_step = time.perf_counter()
+        threads.before_step(allow_probe=budget.remaining() > 10 * clock.step + reserve)
+        idx_t = torch.from_numpy(idx).to(device)
+        yl, yt = data.y_label[idx_t], data.y_target[idx_t]
+        with autocast(device):
+            out, branches = net.forward_train(data.x_num[idx_t], data.x_cat[idx_t], yl, return_branches=True)
+        per_row = loss_fn(out, yt)
+        w = data.sample_weight
+        loss = (per_row * w[idx_t]).sum() / w[idx_t].sum() if w is not None else per_row.mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if params["grad_clip"] is not None:
+            torch.nn.utils.clip_grad_norm_(net.parameters(), params["grad_clip"])
+        opt.step()
+        if use_bw:
+            net.update_branch_weights(branches, lambda q: loss_fn(q, yt).mean(), params["branch_momentum"])
+        if weight_avg is not None:
+            weight_avg.update(net)
+        threads.after_step()
+        steps += 1
+        clock.record_step(time.perf_counter() - t_step)
+        reserve = kept_back()
+    return steps, False, loss
+
+
+def train_maya(fitted: FittedMaya, data: TrainData, cfg: TrainConfig, budget: TimeBudget,
+               val_score_fn: Optional[Callable[[FittedMaya], float]] = None) -> dict:
+    """Trains ``fitted.net`` on ``data``: AdamW (``make_optimizer``), the batch the budget allows (``plan_batch``),
+    epochs of shuffled batches (``_train_epoch``), validation passes with early stopping on ``val_score_fn``
+    (higher is better) and the best weights restored (``_Validation``).  The budget is checked before every step,
+    encoding and validation pass against their measured durations; on time it stops and keeps the best (or last)
+    weights.  The summary's ``context_fresh``: whether the context was encoded with the weights ``fitted`` ends
+    with."""
+    net, params, n = fitted.net, cfg.params, len(data)
+    validated = val_score_fn is not None
+    batch_size = max(2, min(int(params["batch_size"]), n))
+    stretch = patience_stretch(n, batch_size)
+    opt, plateau, cosine = make_optimizer(net, params, validated, cfg.max_epochs, stretch)
+    patience = params["patience"]
+    ckpt = BestCheckpoint(patience=patience * stretch if validated and patience is not None else None)
     # adaptive threads trade bit-for-bit reproducibility (1- and 2-thread gradients differ in the last
     # digits) for speed under load; adaptive_threads=False keeps the given count
-    adaptive = device.type == "cpu" and params["adaptive_threads"]
-    threads = AdaptiveThreads(num_threads if adaptive else 1)
-    min_steps = MIN_STEPS_PER_EPOCH
-    why = ""
-    if np.isfinite(budget.remaining()):
-        asked = batch_size
-        est = estimate_step_seconds(net, x_num, x_cat, y_label, batch_size, budget.remaining(), min_steps)
-        batch_size, why = fit_batch_to_budget(batch_size, est, budget.remaining(), min_steps)
-        if batch_size and val_score_fn is None:
-            epoch_why = one_epoch_fits(batch_size, est * batch_size / asked, n, budget.remaining())
-            if epoch_why:
-                batch_size, why = 0, epoch_why
-        if why.startswith("infeasible"):
-            why += f" ({x_num.shape[1] + x_cat.shape[1] + 1} tokens per row)"
+    adaptive = cfg.device.type == "cpu" and params["adaptive_threads"]
+    threads = AdaptiveThreads(cfg.num_threads if adaptive else 1)
+    batch_size, why = plan_batch(net, data, batch_size, budget, validated)
     if why:
         logger.log(20, f"\tMAYA: {why}")
     ema_epochs = params["ema_epochs"] if batch_size else None
-    best_is_average = None  # with an average: whether the kept weights are the average (refit_full replays it)
     weight_avg = WeightAverage(net, float(ema_epochs), int(np.ceil(n / batch_size))) if ema_epochs else None
     clock = _Clock()
-    plateau_patience = scheduler.patience if scheduler is not None else None
-    every, last_validated, epoch_train_s = 1, 0, 0.0  # validation cadence (see validation_cadence)
-    history = []  # (epoch, seconds since fit start, validation score)
-    context_epoch = None  # the epoch whose weights encoded fitted's current context
-    stop_reason = "max_epochs" if batch_size else why  # batch 0: no step fits in the budget
 
     def kept_back() -> float:
         """Seconds held back from training: the final context encoding, plus the caller's passes after it."""
-        return clock.encode_estimate(n, batch_size) * (1 + reserve_passes)
+        return clock.encode_estimate(n, batch_size) * (1 + cfg.reserve_passes)
 
-    def validate(epoch: int) -> bool:
-        """Encode the context, score the validation rows, keep the best weights; False when the pass's
-        measured duration (first time: an estimate from the steps) no longer fits in the budget."""
-        nonlocal context_epoch, last_validated, every, best_is_average
-        t_val = clock.encode_estimate(n + 1024, batch_size) * (2 if weight_avg is not None else 1)
-        if budget.remaining() < t_val + kept_back():
-            return False
-        tv = time.perf_counter()
-        since = epoch - last_validated
-        fitted.set_context(x_num, x_cat, y_label)
-        score = val_score_fn(fitted)
-        context_epoch = epoch
-        kept = net
-        if weight_avg is not None:
-            # The average wins when training has settled but lags while the score still moves fast: score
-            # both, keep the better (always keeping the average loses where it lags, docs/maya.md).
-            with weight_avg.swapped_into(net):
-                fitted.set_context(x_num, x_cat, y_label)
-                avg_score = val_score_fn(fitted)
-            if np.isfinite(avg_score) and not avg_score < score:
-                score, kept = avg_score, weight_avg.model.module
-            else:  # fitted's context holds the average's encodings, not the live ones
-                context_epoch = None
-        if ckpt.update(score, epoch, kept, epochs_since_last=since) and weight_avg is not None:
-            best_is_average = kept is not net
-        clock.validation = time.perf_counter() - tv
-        if last_validated == 0:
-            every = validation_cadence(params["validation_every"], clock.validation, epoch_train_s)
-            if scheduler is not None and every > 1:  # the plateau's patience counts epochs, not passes
-                scheduler.patience = max(1, int(np.ceil(plateau_patience / every)))
-        last_validated = epoch
-        if scheduler is not None:
-            scheduler.step(score if np.isfinite(score) else -float("inf"))
-        # exact seconds: rounded ones put a best last epoch past the member's end (seconds_to_best > train_seconds)
-        history.append((epoch, budget.elapsed(), float(score)))
-        if epoch % log_every == 0 or epoch == 1:
-            logger.log(15, f"\tMAYA epoch {epoch}: loss={loss.item():.4f} val={score:.4f} "
-                           f"(best {ckpt.best_score:.4f} @ {ckpt.best_epoch})")
-        return True
-
+    val = _Validation(fitted, data, val_score_fn, cfg, ckpt, plateau, weight_avg, clock, budget, kept_back,
+                      batch_size) if validated else None
+    rng = np.random.default_rng(cfg.seed)
+    steps, epochs_done, epoch_time, epoch_train_s, loss = 0, 0, 0.0, 0.0, None
+    stop_reason = "max_epochs" if batch_size else why  # batch 0: no step fits in the budget
     # this member's dropout masks come from its own generator: members trained in parallel threads must
     # not draw from one shared stream (see network.dropout_generator)
-    with dropout_generator(torch.Generator().manual_seed(int(seed))):
-        for epoch in range(1, max_epochs + 1 if batch_size else 1):
+    with dropout_generator(torch.Generator().manual_seed(int(cfg.seed))):
+        for epoch in range(1, cfg.max_epochs + 1 if batch_size else 1):
             # keep time for the context encoding that follows training when the restored weights need it
-            reserve = kept_back()
-            if epoch_time and budget.remaining() < epoch_time + reserve:
+            if epoch_time and budget.remaining() < epoch_time + kept_back():
                 stop_reason = "time: not enough left for another epoch"
-                if val_score_fn is not None and last_validated < epochs_done:
-                    validate(epochs_done)  # the epochs trained since the last pass may hold the best weights
+                if val is not None and val.last < epochs_done:
+                    val.run(epochs_done, epoch_train_s, loss)  # the epochs since the last pass may hold the best
                 break
-            t0 = budget.elapsed()
-            net.train()
-            interrupted = False
-            t_train = time.perf_counter()
-            for idx in batch_slices(n, batch_size, rng):
-                if budget.remaining() < clock.step + reserve:
-                    interrupted, stop_reason = True, "time: not enough left for another step"
-                    break
-                t_step = time.perf_counter()
-                threads.before_step(allow_probe=budget.remaining() > 10 * clock.step + reserve)
-                idx_t = torch.from_numpy(idx).to(device)
-                yl, yt = y_label[idx_t], y_target[idx_t]
-                with autocast(device):
-                    out, branches = net.forward_train(x_num[idx_t], x_cat[idx_t], yl, return_branches=True)
-                per_row = loss_fn(out, yt)
-                loss = (per_row * sample_weight[idx_t]).sum() / sample_weight[idx_t].sum() \
-                    if sample_weight is not None else per_row.mean()
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if params["grad_clip"] is not None:
-                    torch.nn.utils.clip_grad_norm_(net.parameters(), params["grad_clip"])
-                opt.step()
-                if use_bw:
-                    net.update_branch_weights(branches, lambda q: loss_fn(q, yt).mean(), params["branch_momentum"])
-                if weight_avg is not None:
-                    weight_avg.update(net)
-                threads.after_step()
-                steps += 1
-                clock.record_step(time.perf_counter() - t_step)
-                reserve = kept_back()
+            t0, t_train = budget.elapsed(), time.perf_counter()
+            done, interrupted, epoch_loss = _train_epoch(net, opt, data, cfg, batch_size, rng, budget, clock,
+                                                         threads, weight_avg, kept_back)
+            steps, loss = steps + done, epoch_loss if epoch_loss is not None else loss
+            if interrupted:
+                stop_reason = "time: not enough left for another step"
             if steps == 0:
                 break
             epoch_train_s = time.perf_counter() - t_train
             epochs_done = epoch
-            # validate now unless the budget holds another epoch, a pass after it, the final encoding (reserve)
-            # and one more pass as a margin
-            last_chance = budget.remaining() < epoch_train_s + 2 * (clock.validation or 0.0) + reserve
-            due = epoch - last_validated >= every or epoch == max_epochs or interrupted or last_chance
-            if val_score_fn is not None and due and not validate(epoch):
-                stop_reason = "time: not enough left for a validation pass"
-                break
+            if val is not None:
+                # validate now unless the budget holds another epoch, a pass after it, the final encoding and one
+                # more pass as a margin
+                last_chance = budget.remaining() < epoch_train_s + 2 * (clock.validation or 0.0) + kept_back()
+                if (val.due(epoch) or epoch == cfg.max_epochs or interrupted or last_chance) \
+                        and not val.run(epoch, epoch_train_s, loss):
+                    stop_reason = "time: not enough left for a validation pass"
+                    break
             if cosine is not None:
                 cosine.step()
             epoch_time = budget.elapsed() - t0
@@ -442,12 +515,13 @@ def train_maya(fitted: FittedMaya, *, x_num, x_cat, y_label, y_target, sample_we
     elif weight_avg is not None:  # no validation (refit_full): ship the average of the last steps
         net.load_state_dict(weight_avg.model.module.state_dict())
     final_epoch = ckpt.best_epoch if restored else epochs_done
+    context_epoch = val.context_epoch if val is not None else None
     return {"steps": steps, "epochs": epochs_done, "best_epoch": final_epoch,
             "best_score": ckpt.best_score if restored else None,
-            "epoch_time": epoch_time, "history": history, "final_lr": opt.param_groups[0]["lr"],
-            "batch_size": batch_size, "stop_reason": stop_reason,
+            "epoch_time": epoch_time, "history": val.history if val is not None else [],
+            "final_lr": opt.param_groups[0]["lr"], "batch_size": batch_size, "stop_reason": stop_reason,
             "context_fresh": context_epoch is not None and context_epoch == final_epoch
             and (restored or context_epoch == epochs_done),
             "step_seconds": clock.step, "validation_seconds": clock.validation,
             "threads": threads.history, "weight_average_decay": weight_avg.decay if weight_avg else None,
-            "best_is_average": best_is_average}
+            "best_is_average": val.best_is_average if val is not None else None}

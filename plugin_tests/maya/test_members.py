@@ -17,7 +17,8 @@ from autogluon_maya import MayaModel
 from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya.defaults import REPLAY_KEY
 from autogluon_maya.maya.members import (AUTO_MEMBERS, MEMBER_SEED_STRIDE, MEMBER_TIME, PARALLEL_MAX_ACTIVATION_BYTES,
-                                         plan_further_members, resolve_members, resolve_parallel, train_members)
+                                         MemberJudge, MemberSettings, plan_further_members, resolve_members,
+                                         resolve_parallel, train_members)
 from plugin_tests.resources import fit_on_cores
 
 # a parallel pair needs two physical cores: MAYA asks AutoGluon for physical cores only
@@ -60,9 +61,10 @@ def fake_trainer(clock: Clock, seconds: dict, best_share: float = 0.5, calls: li
     return lambda seed: seed, train
 
 
-def _members(trainer, clock, limit, **kw):
-    args = dict(budget=TimeBudget(limit, safety=1.0, clock=clock), max_members=3, parallel=1, num_cpus=2, seed=0)
-    return train_members(*trainer, **{**args, **kw})
+def _members(trainer, clock, limit, val_proba=None, judge=None, **kw):
+    settings = MemberSettings(**{**dict(max_members=3, parallel=1, num_cpus=2, seed=0), **kw})
+    return train_members(*trainer, TimeBudget(limit, safety=1.0, clock=clock), settings,
+                         MemberJudge(val_proba, judge) if val_proba is not None else None)
 
 
 def test_auto_fills_a_time_limit_and_trains_one_member_without():
@@ -155,7 +157,7 @@ def test_a_member_that_fails_in_a_pair_stops_the_other():
         return {"history": [], "best_epoch": 0}
 
     with pytest.raises(RuntimeError, match="member 2 broke"):
-        train_members(lambda seed: seed, train, budget=TimeBudget(100.0), max_members=2, parallel=2, num_cpus=2, seed=0)
+        train_members(lambda seed: seed, train, TimeBudget(100.0), MemberSettings(2, parallel=2, num_cpus=2, seed=0))
     assert seen and seen[0] <= 0
 
 

@@ -18,7 +18,7 @@ from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya import trainer
 from autogluon_maya.maya.defaults import resolve_defaults
 from autogluon_maya.maya.network import FeatureTokenizer, IAILBlock, MayaNetwork, MBABlock
-from autogluon_maya.maya.trainer import FittedMaya, make_loss, train_maya
+from autogluon_maya.maya.trainer import FittedMaya, TrainConfig, TrainData, make_loss, train_maya
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
@@ -284,9 +284,10 @@ def test_train_maya_updates_branch_weights_only_when_enabled(use_branch_weights)
                       hidden_size=8, num_heads=2, num_branch=2, num_layers=2, intermediate_factor=1.0,
                       dropout=0.0, use_branch_weights=use_branch_weights)  # no dropout: the update is deterministic
     fitted = FittedMaya(net)
-    summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
-                         loss_fn=make_loss("class"), params=_train_params(use_branch_weights),
-                         device=torch.device("cpu"), budget=TimeBudget(None), seed=0, max_epochs=2)
+    summary = train_maya(fitted, TrainData(x_num, x_cat, y, y, None),
+                         TrainConfig(params=_train_params(use_branch_weights), loss_fn=make_loss("class"),
+                                     device=torch.device("cpu"), seed=0, max_epochs=2),
+                         TimeBudget(None))
     assert summary["steps"] == 2 * 3
     for b in net.blocks:
         w = b.branch_weights
@@ -446,16 +447,16 @@ def test_learning_rate_decays_on_plateau_or_along_cosine(with_validation, monkey
     # batch 4: 8 steps per epoch, so the patience is not stretched (see the one-step-epoch test)
     monkeypatch.setattr(trainer, "PLATEAU_PATIENCE", 2)
     params = {**_train_params(False), "learning_rate": 1e-2, "patience": None, "batch_size": 4}
-    summary = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
-                         loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
-                         budget=TimeBudget(None), seed=0, max_epochs=8,
-                         val_score_fn=(lambda f: 0.5) if with_validation else None)
+    summary = train_maya(FittedMaya(net), TrainData(x_num, x_cat, y, y, None),
+                         TrainConfig(params=params, loss_fn=make_loss("class"),
+                                     device=torch.device("cpu"), seed=0, max_epochs=8),
+                         TimeBudget(None), val_score_fn=(lambda f: 0.5) if with_validation else None)
     assert summary["epochs"] == 8
     assert summary["final_lr"] < 1e-2 * 0.5, summary["final_lr"]
-    constant = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
-                          loss_fn=make_loss("class"), params={**params, "recipe": "paper"},
-                          device=torch.device("cpu"), budget=TimeBudget(None), seed=0, max_epochs=8,
-                          val_score_fn=(lambda f: 0.5) if with_validation else None)
+    constant = train_maya(FittedMaya(net), TrainData(x_num, x_cat, y, y, None),
+                          TrainConfig(params={**params, "recipe": "paper"}, loss_fn=make_loss("class"),
+                                      device=torch.device("cpu"), seed=0, max_epochs=8),
+                          TimeBudget(None), val_score_fn=(lambda f: 0.5) if with_validation else None)
     assert constant["final_lr"] == 1e-2
 
 
@@ -561,9 +562,9 @@ def test_patience_spans_at_least_eight_epochs_of_steps_when_an_epoch_is_one_step
     net = MayaNetwork(n_num=3, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
                       hidden_size=8, num_heads=2, num_branch=2, num_layers=1, dropout=0.0)
     params = {**resolve_defaults("binary", "paper"), "patience": 4, "use_branch_weights": False}
-    summary = train_maya(FittedMaya(net), x_num=x_num, x_cat=torch.zeros(40, 0, dtype=torch.long), y_label=y,
-                         y_target=y, sample_weight=None, loss_fn=make_loss("class"), params=params,
-                         device=torch.device("cpu"), budget=TimeBudget(None), seed=0,
-                         val_score_fn=lambda f: 0.5, max_epochs=200)  # never improves after epoch 1
+    summary = train_maya(FittedMaya(net), TrainData(x_num, torch.zeros(40, 0, dtype=torch.long), y, y, None),
+                         TrainConfig(params=params, loss_fn=make_loss("class"),
+                                     device=torch.device("cpu"), seed=0, max_epochs=200),
+                         TimeBudget(None), val_score_fn=lambda f: 0.5)  # never improves after epoch 1
     assert summary["batch_size"] == 40 and summary["steps"] == summary["epochs"]
     assert summary["epochs"] == 1 + 4 * 8, summary["epochs"]

@@ -1,5 +1,6 @@
-"""``recipe="paper"`` is the MAYA paper's training, held against a table written out by hand from
-``../shared/papers/maya_paper.txt`` (not imported from the module under test)."""
+"""``recipe="paper"`` is the MAYA paper's training, held against a table written out by hand from the paper
+(Li et al., "Multi-branch of Attention Yields Accurate Results for Tabular Data", arXiv:2502.12507; not imported
+from the module under test)."""
 
 from __future__ import annotations
 
@@ -81,10 +82,10 @@ def _train_on_a_plateau(recipe: str, monkeypatch):
     fitted = trainer.FittedMaya(trainer.MayaNetwork(3, [], 2, "class", 2, hidden_size=8, num_heads=2))
     params = {**resolve_defaults("binary", recipe), "learning_rate": 1e-2, "weight_decay": 0.1, "patience": None,
               "batch_size": 8, "validation_every": 1, "adaptive_threads": False}
-    summary = trainer.train_maya(fitted, x_num=x, x_cat=torch.zeros(64, 0, dtype=torch.long), y_label=y,
-                                 y_target=y, sample_weight=None, loss_fn=trainer.make_loss("class"), params=params,
-                                 device=torch.device("cpu"), budget=TimeBudget(None), seed=0, max_epochs=8,
-                                 val_score_fn=lambda f: 0.5)
+    summary = trainer.train_maya(fitted, trainer.TrainData(x, torch.zeros(64, 0, dtype=torch.long), y, y, None),
+                                 trainer.TrainConfig(params=params, loss_fn=trainer.make_loss("class"),
+                                                     device=torch.device("cpu"), seed=0, max_epochs=8),
+                                 TimeBudget(None), val_score_fn=lambda f: 0.5)
     assert summary["epochs"] == 8 and summary["steps"] == 64
     (opt,) = _RecordingAdamW.built
     names = {id(q): n for n, q in fitted.net.named_parameters()}

@@ -15,7 +15,7 @@ from autogluon_maya import MayaModel
 from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya.defaults import resolve_defaults
 from autogluon_maya.maya.network import MayaNetwork
-from autogluon_maya.maya.trainer import (FittedMaya, fit_batch_to_budget, make_loss,
+from autogluon_maya.maya.trainer import (FittedMaya, TrainConfig, TrainData, fit_batch_to_budget, make_loss,
                                          train_maya)
 from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
 
@@ -37,9 +37,10 @@ def test_a_step_too_slow_for_the_budget_is_never_started():
     net = MayaNetwork(n_num=8, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2, **HEAVY)
     params = {**resolve_defaults("binary"), "patience": 5, "batch_size": 2048, "num_branch": 8}
     t0 = time.time()
-    summary = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
-                         loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
-                         budget=TimeBudget(4.0), seed=0, max_epochs=5)
+    summary = train_maya(FittedMaya(net), TrainData(x_num, x_cat, y, y, None),
+                         TrainConfig(params=params, loss_fn=make_loss("class"),
+                                     device=torch.device("cpu"), seed=0, max_epochs=5),
+                         TimeBudget(4.0))
     elapsed = time.time() - t0
     assert summary["steps"] == 0 and summary["stop_reason"].startswith("infeasible"), summary
     assert elapsed < 4.0 * 1.05 + 2, elapsed  # one 2,048-row step of this network alone takes far longer
@@ -93,9 +94,10 @@ def _cadence_fit(validation_every, patience=4, max_epochs=12):
                       hidden_size=16, num_heads=2, num_branch=1, num_layers=1)
     params = {**resolve_defaults("binary", "paper"), "patience": patience, "batch_size": 32,
               "use_branch_weights": False, "num_branch": 1, "validation_every": validation_every}
-    return train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
-                      loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
-                      budget=TimeBudget(None), seed=0, max_epochs=max_epochs, val_score_fn=lambda f: 0.5)
+    return train_maya(FittedMaya(net), TrainData(x_num, x_cat, y, y, None),
+                      TrainConfig(params=params, loss_fn=make_loss("class"),
+                                  device=torch.device("cpu"), seed=0, max_epochs=max_epochs),
+                      TimeBudget(None), val_score_fn=lambda f: 0.5)
 
 
 def test_validation_every_k_epochs_keeps_patience_in_epochs():
@@ -145,8 +147,9 @@ def test_the_trainer_picks_its_threads_through_adaptive_threads(monkeypatch, ada
     net = MayaNetwork(n_num=8, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
                       hidden_size=8, num_heads=2, num_layers=1)
     params = {**resolve_defaults("binary"), "batch_size": 16, "adaptive_threads": adaptive}
-    summary = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y, y_target=y, sample_weight=None,
-                         loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
-                         budget=TimeBudget(None), seed=0, max_epochs=2, num_threads=given)
+    summary = train_maya(FittedMaya(net), TrainData(x_num, x_cat, y, y, None),
+                         TrainConfig(params=params, loss_fn=make_loss("class"),
+                                     device=torch.device("cpu"), seed=0, max_epochs=2, num_threads=given),
+                         TimeBudget(None))
     assert [r.max_threads for r in made] == [want]
     assert summary["steps"] == 6 and made[0].calls == ["before", "after"] * 6

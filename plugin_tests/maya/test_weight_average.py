@@ -10,7 +10,7 @@ from torch import nn
 from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya.defaults import resolve_defaults
 from autogluon_maya.maya.network import MayaNetwork
-from autogluon_maya.maya.trainer import FittedMaya, WeightAverage, make_loss, train_maya
+from autogluon_maya.maya.trainer import FittedMaya, TrainConfig, TrainData, WeightAverage, make_loss, train_maya
 from plugin_tests.resources import fit_on_cores, torch_globals_kept  # noqa: F401  (a fixture)
 
 # the tests seed torch and set its thread count: both are put back after each
@@ -90,9 +90,10 @@ def _fit(ema_epochs, validate: bool, policy=None):
         seen.append({k: v.detach().clone() for k, v in f.net.state_dict().items()})
         return float(policy(len(seen) - 1))
 
-    summary = train_maya(fitted, x_num=x, x_cat=torch.zeros(512, 0, dtype=torch.long), y_label=y, y_target=y,
-                         sample_weight=None, loss_fn=make_loss("class"), params=params, device=torch.device("cpu"),
-                         budget=TimeBudget(None), seed=0, val_score_fn=score if validate else None, max_epochs=3)
+    summary = train_maya(fitted, TrainData(x, torch.zeros(512, 0, dtype=torch.long), y, y, None),
+                         TrainConfig(params=params, loss_fn=make_loss("class"),
+                                     device=torch.device("cpu"), seed=0, max_epochs=3),
+                         TimeBudget(None), val_score_fn=score if validate else None)
     return fitted, summary, seen
 
 

@@ -8,16 +8,16 @@ Public API: the model classes ``MayaModel`` and ``TabSwiftModel`` (usable as key
 ``tabswift_search_space()``.
 """
 
-from ._registry import register_models
+from ._registry import register_models, register_package_models
 from .common.ag_model import ray_workers_at_normal_priority
 from .maya import MayaModel, maya_search_space
 from .portfolio import hyperparameters, preset_doc
 from .tabswift.model import TabSwiftModel
 from .tabswift.search_space import tabswift_search_space
+from .version import __version__
 
-__version__ = "0.2.0"
 __all__ = ["MayaModel", "TabSwiftModel", "hyperparameters", "maya_search_space", "preset_doc", "register_models",
            "tabswift_search_space"]
 
-register_models([MayaModel, TabSwiftModel])
+register_package_models()
 ray_workers_at_normal_priority()

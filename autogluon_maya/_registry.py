@@ -25,9 +25,9 @@ global ``autogluon.tabular.predictor.predictor._dystack`` by :func:`_dystack_wit
 a thin pass-through defined *here*.  Ray/cloudpickle pickles an importable module-level function by
 reference (module + qualified name), so the worker must ``import autogluon_maya._registry`` to obtain
 the function, which runs ``autogluon_maya/__init__.py`` and registers every model of the package
-(MAYA and TabSwift, both passed to ``register_models``) before AutoGluon resolves any key.
-The wrapper also imports the package explicitly, so the in-process path (``memory_safe_fits=False``
-or no Ray) behaves identically.
+(MAYA and TabSwift: :func:`register_package_models`) before AutoGluon resolves any key.
+The wrapper also registers them itself, so the in-process path (``memory_safe_fits=False`` or no Ray)
+behaves identically.
 
 Why this and not the alternatives:
 
@@ -87,15 +87,26 @@ def register_models(classes: Iterable[type]) -> None:
     install_dystack_hook()
 
 
+def register_package_models() -> None:
+    """Register every model of this package (MAYA and TabSwift): what ``import autogluon_maya`` does.
+
+    Imports the model modules rather than the package, so that this module, which the package imports,
+    imports nothing that imports it back."""
+    from .maya.model import MayaModel
+    from .tabswift.model import TabSwiftModel
+
+    register_models([MayaModel, TabSwiftModel])
+
+
 def _dystack_with_registered_models(*args, **kwargs):
     """Pass-through for AutoGluon's ``_dystack`` that guarantees this package's keys are registered.
 
     Runs in the DyStack Ray worker.  Obtaining this function there already imported the package (see
-    the module docstring); the explicit import keeps that true however the function was obtained.
+    the module docstring); registering here keeps that true however the function was obtained.
     """
-    import autogluon_maya  # noqa: F401  (registers the models in this process; idempotent)
+    register_package_models()  # idempotent; installs the hook, which sets _original_dystack
 
-    if _original_dystack is None:  # the import above installs the hook, which sets it
+    if _original_dystack is None:
         raise RuntimeError("autogluon_maya: AutoGluon's _dystack is unknown in this process; "
                            "pass the model class instead of its string key, or dynamic_stacking=False")
     return _original_dystack(*args, **kwargs)

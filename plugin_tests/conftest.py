@@ -9,6 +9,7 @@ import hashlib
 import importlib
 import json
 import os
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,6 +26,12 @@ from plugin_tests.resources import torch_threads_unchanged  # noqa: E402,F401  (
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).resolve().parent / "data"
+
+# the benchmark helpers (``benchlib``) live beside the scripts that use them, outside the installed package;
+# appended, so that nothing in that folder shadows an installed module
+BENCHMARKS = REPO / "examples" / "benchmarks"
+if str(BENCHMARKS) not in sys.path:
+    sys.path.append(str(BENCHMARKS))
 
 #: where tabarena vendors the authors' TabSwift code (upstream LAMDA-Tabular/TabSwift, MIT)
 TABSWIFT_AUTHORS = "tabarena.models.tabswift._vendor"

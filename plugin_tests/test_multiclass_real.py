@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from autogluon.tabular import TabularPredictor
 
-from autogluon_maya.common.protocol import Dataset, p1_split
+from benchlib.protocol import Dataset, p1_split
 
 MAYA_SMALL = {"hidden_size": 32, "num_heads": 4, "num_layers": 1, "max_epochs": 12, "batch_size": 64}
 TABSWIFT_FAST = {"n_estimators": 2, "max_context_rows": 1024, "fine_tune": False}

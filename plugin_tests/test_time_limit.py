@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from autogluon.tabular import TabularPredictor
 
-from autogluon_maya.common.protocol import Dataset, p1_split
+from benchlib.protocol import Dataset, p1_split
 
 SLACK = 1.05
 GRACE_S = 2.0

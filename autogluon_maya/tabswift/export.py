@@ -197,7 +197,7 @@ def _resolve_source(src) -> Tuple[TabSwiftNetwork, Optional[Dict[str, Any]], str
         from .defaults import SHIPPED_CHECKPOINT
 
         src = SHIPPED_CHECKPOINT
-    from .released import resolve_checkpoint
+    from .sources import resolve_checkpoint
 
     path = resolve_checkpoint(src)
     try:

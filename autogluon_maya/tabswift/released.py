@@ -283,32 +283,6 @@ def is_our_checkpoint(path: Path) -> bool:
     return checkpoint_paths(path)[1].is_file()
 
 
-def resolve_checkpoint(path: PathLike) -> Path:
-    """What ``checkpoint_path`` (or ``$AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT``) may name:
-
-    - ``"hub"``: download ``swift.ckpt`` from the model hub (optional; ``hub.py``) and convert it;
-    - one of our checkpoints (``x``, ``x.safetensors`` or ``x.json``);
-    - a directory holding exactly one of our checkpoints (e.g. the output of ``autogluon-maya-convert``);
-    - any other file: a released-format checkpoint, converted once into the cache.
-    """
-    if str(path) == "hub":
-        from .hub import fetch_released
-
-        return fetch_released()
-    p = Path(path).expanduser()
-    if is_our_checkpoint(p):
-        return p
-    if p.is_dir():
-        found = sorted(j.with_suffix("") for j in p.glob("*.json") if j.with_suffix(".safetensors").is_file())
-        if len(found) != 1:
-            raise FileNotFoundError(f"checkpoint directory {p} must hold exactly one <name>.safetensors + <name>.json "
-                                    f"pair, found {[f.name for f in found]}")
-        return found[0]
-    if p.is_file() and p.suffix not in (".safetensors", ".json"):
-        return convert_cached(p)
-    return p  # load_checkpoint reports what is missing
-
-
 # ---- console command ----------------------------------------------------------------------------
 def main(argv: Optional[List[str]] = None) -> int:
     """``autogluon-maya-convert swift.ckpt out/``"""
@@ -329,4 +303,4 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 __all__ = ["AUTHORS_DEFAULTS", "KEY_RULES", "ReleasedCheckpointError", "convert", "convert_cached", "map_state_dict", "network_config",
-           "read_released", "released_to_network", "resolve_checkpoint", "main"]
+           "read_released", "released_to_network", "main"]

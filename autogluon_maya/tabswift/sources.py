@@ -75,12 +75,41 @@ def _released_or_shipped(requested: str, download_within: Optional[float]) -> We
                          f"the authors' released weights are not available ({reason})", replay=SHIPPED, fallback=True)
 
 
+def resolve_checkpoint(path: Any) -> Path:
+    """The checkpoint a ``"hub"`` or a path names (``checkpoint_path``, ``$AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT``):
+
+    - ``"hub"``: download ``swift.ckpt`` from the model hub (optional; ``hub.py``) and convert it;
+    - one of our checkpoints (``x``, ``x.safetensors`` or ``x.json``);
+    - a directory holding exactly one of our checkpoints (e.g. the output of ``autogluon-maya-convert``);
+    - any other file: a released-format checkpoint, converted once into the cache (``released.py``).
+
+    Here, above both: ``hub.py`` downloads and converts with ``released.py``, which knows nothing of the hub.
+    """
+    if str(path) == HUB:
+        from .hub import fetch_released
+
+        return fetch_released()
+    from .released import convert_cached, is_our_checkpoint
+
+    p = Path(path).expanduser()
+    if is_our_checkpoint(p):
+        return p
+    if p.is_dir():
+        found = sorted(j.with_suffix("") for j in p.glob("*.json") if j.with_suffix(".safetensors").is_file())
+        if len(found) != 1:
+            raise FileNotFoundError(f"checkpoint directory {p} must hold exactly one <name>.safetensors + <name>.json "
+                                    f"pair, found {[f.name for f in found]}")
+        return found[0]
+    if p.is_file() and p.suffix not in (".safetensors", ".json"):
+        return convert_cached(p)
+    return p  # load_checkpoint reports what is missing
+
+
 def choose_weights(requested: Any, download_within: Optional[float] = None) -> WeightsChoice:
     """Resolve a ``checkpoint_path`` value (see the module docstring) to the weights to load.
     ``download_within``: the seconds ``"auto"`` may spend downloading the released weights (None: no bound);
     ``"hub"`` asks for them explicitly and is not bounded."""
     from .hub import fetch_released
-    from .released import resolve_checkpoint
 
     if isinstance(requested, str) and not requested.strip():
         requested = None  # an empty value, as an unset environment variable reads
@@ -99,4 +128,4 @@ def choose_weights(requested: Any, download_within: Optional[float] = None) -> W
     return WeightsChoice(resolve_checkpoint(requested), PATH_SOURCE, label, "a checkpoint named by path")
 
 
-__all__ = ["AUTO", "ENV", "HUB", "SHIPPED", "WeightsChoice", "choose_weights"]
+__all__ = ["AUTO", "ENV", "HUB", "SHIPPED", "WeightsChoice", "choose_weights", "resolve_checkpoint"]

@@ -35,7 +35,7 @@ SLACK, GRACE_S = 1.05, 2.0
 CHILD = r"""
 import json, sys, time
 args = json.loads(sys.argv[1])
-from autogluon_maya.benchmarking.p1 import p1_data, p1_fit
+from benchlib.p1 import p1_data, p1_fit
 import autogluon_maya
 data = p1_data(args["data"], seed=0, max_rows=args["rows"])
 fit = p1_fit(data, {"MAYA": {"max_epochs": 100000, "patience": None}}, time_limit=args["limit"], num_cpus=2,
@@ -116,7 +116,7 @@ def main():
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
-        from autogluon_maya.common.protocol import default_datasets_dir
+        from benchlib.protocol import default_datasets_dir
 
         data = args.data or str(default_datasets_dir() / "spambase")
         rows = []

@@ -5,12 +5,12 @@
     python examples/benchmarks/benchmark.py --quick                    # 4 small datasets, 4 models, 60 s, about 15 min on 2 cores
     python examples/benchmarks/benchmark.py --out results/ --report-only
 
-P1 (autogluon_maya.common.protocol): 64/16/20 train/validation/test split, stratified for
+P1 (``benchlib.protocol``): 64/16/20 train/validation/test split, stratified for
 classification; the validation part is ``tuning_data``; one fit per model with
 ``hyperparameters={MODEL: {}}`` and no weighted ensemble.  Each fit runs in its own child process and
 records test accuracy + ROC-AUC (classification) or RMSE (regression), fit time, inference time per
 1,000 rows, peak memory and the code version (``commit``, ``package_commit``:
-``autogluon_maya.benchmarking.provenance``); a failing model is recorded with its error, never fatal.
+``benchlib.provenance``); a failing model is recorded with its error, never fatal.
 
 Results are appended to ``<out>/results.jsonl``, one line per fit, keyed by (dataset, model, seed,
 config hash of time limit / row cap / hyperparameters): rerunning skips what is done, so an
@@ -25,8 +25,8 @@ import json
 import sys
 from pathlib import Path
 
-from autogluon_maya.benchmarking import Task
-from autogluon_maya.common.protocol import default_datasets_dir
+from benchlib import Task
+from benchlib.protocol import default_datasets_dir
 
 DEFAULT_MODELS = "MAYA,GBM,CAT,XGB,NN_TORCH,TABM,REALMLP"
 # --quick: 2 binary (one with categoricals), 1 multiclass, 1 regression, 5-8k rows each.  Estimate for
@@ -83,11 +83,11 @@ def main(argv=None) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
-        from autogluon_maya.benchmarking.runner import run_benchmark
+        from benchlib.runner import run_benchmark
 
         run_benchmark(make_tasks(args), args.data_dir, out / "results.jsonl", num_cpus=args.num_cpus,
                       retry_failed=args.retry_failed, hard_timeout=args.hard_timeout)
-    from autogluon_maya.benchmarking.report import write_report
+    from benchlib.report import write_report
 
     paths = write_report(out, tolerance=args.pama_tolerance, alpha=args.alpha, report_dir=args.report_dir)
     print(paths["results.md"].read_text())

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 import autogluon_maya  # noqa: F401  (registers MAYA and TABSWIFT)
-from autogluon_maya.common.protocol import Dataset, default_datasets_dir, load_dataset, p1_metric, p1_split
+from benchlib.protocol import Dataset, default_datasets_dir, load_dataset, p1_metric, p1_split
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository root: plugin_tests
 from plugin_tests.resources import pickle_as_if_on_cuda  # noqa: E402

@@ -31,7 +31,7 @@ def probe(data: str, seed: int, hyperparameters: dict, time_limit: float, num_cp
     import torch
     from sklearn.neighbors import KNeighborsClassifier
 
-    from autogluon_maya.benchmarking.p1 import p1_data, p1_fit
+    from benchlib.p1 import p1_data, p1_fit
 
     p1 = p1_data(data, seed=seed)
     ds, train, test = p1.dataset, p1.train, p1.test

@@ -24,7 +24,7 @@ from pathlib import Path
 
 
 def fit_once(path: Path, scale: float, epochs: int, hyperparameters: dict, seed: int, num_cpus: int) -> dict:
-    from autogluon_maya.benchmarking.p1 import p1_fit
+    from benchlib.p1 import p1_fit
 
     hp = {"ensemble_members": 1, "parallel_members": 1, "max_epochs": epochs, "patience": None,
           **hyperparameters, "numeric_scale": scale}
@@ -51,7 +51,7 @@ def write_markdown(rows: list[dict], path: Path) -> None:
 
 
 def main(argv=None) -> None:
-    from autogluon_maya.common.protocol import default_datasets_dir
+    from benchlib.protocol import default_datasets_dir
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data-dir", default=str(default_datasets_dir()), help="folder of dataset folders")

@@ -29,10 +29,17 @@ REPO = Path(__file__).resolve().parents[2]
 CHILD_SETUP = r"""
 import json, sys, time, torch, numpy as np
 from autogluon_maya.common.preprocessing import TabularEncoder, TargetScaler
-from autogluon_maya.common.protocol import load_dataset, p1_split
+from benchlib.protocol import load_dataset, p1_split
 from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya.network import MayaNetwork
 from autogluon_maya.maya.trainer import FittedMaya, make_loss, train_maya
+import inspect
+if "x_num" not in inspect.signature(train_maya).parameters:  # a version whose trainer takes TrainData / TrainConfig
+    from autogluon_maya.maya.trainer import TrainConfig, TrainData
+    _train_maya = train_maya
+    def train_maya(fitted, *, x_num, x_cat, y_label, y_target, sample_weight, budget, val_score_fn=None, **cfg):
+        return _train_maya(fitted, TrainData(x_num, x_cat, y_label, y_target, sample_weight), TrainConfig(**cfg),
+                           budget, val_score_fn=val_score_fn)
 args = json.loads(sys.argv[1])
 torch.set_num_threads(args["threads"]); torch.manual_seed(0)
 # a process's first optimizer imports torch._dynamo (~2-3 s here, once per process, for any version):
@@ -135,9 +142,11 @@ def unpack(ref: str, into: Path) -> Path:
 
 
 def run_child(root: Path, args: dict, code: str = None, env: dict = None) -> str:
-    """Run ``code`` (default ``CHILD``) with ``root``'s package; ``env``: the child's environment without
+    """Run ``code`` (default ``CHILD``) with ``root``'s package and this checkout's benchmark helpers
+    (``benchlib``: the same rows and split for every version); ``env``: the child's environment without
     ``PYTHONPATH`` (default: this process's)."""
-    env = {**(os.environ if env is None else env), "PYTHONPATH": str(root)}
+    env = {**(os.environ if env is None else env),
+           "PYTHONPATH": os.pathsep.join([str(root), str(Path(__file__).resolve().parent)])}
     # cwd: ``python -c`` puts the working directory first on sys.path, ahead of PYTHONPATH, so a child
     # started from the repository root would import this checkout whatever ``root`` says
     res = subprocess.run([sys.executable, "-c", code or CHILD, json.dumps(args)], env=env, capture_output=True,
@@ -161,7 +170,7 @@ def main():
     ap.add_argument("--out", default=str(REPO / "examples" / "benchmarks" / "results" / "throughput"))
     args = ap.parse_args()
     if args.data is None:
-        from autogluon_maya.common.protocol import default_datasets_dir
+        from benchlib.protocol import default_datasets_dir
         args.data = str(default_datasets_dir() / "california_housing")
     params = {**PARAMS, "num_layers": args.num_layers}
     out = Path(args.out)

@@ -21,11 +21,11 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from autogluon_maya.common.preprocessing import TabularEncoder, TargetScaler
-from autogluon_maya.common.protocol import default_datasets_dir, load_dataset, p1_split
+from benchlib.protocol import default_datasets_dir, load_dataset, p1_split
 from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya.defaults import AUTO_BATCH_ROWS, check_params, resolve_defaults
 from autogluon_maya.maya.network import NETWORK_KEYS, MayaNetwork
-from autogluon_maya.maya.trainer import FittedMaya, effective_batch_size, make_loss, train_maya
+from autogluon_maya.maya.trainer import FittedMaya, TrainConfig, TrainData, effective_batch_size, make_loss, train_maya
 
 
 def matmul_gflops(n: int, repeats: int = 10) -> float:
@@ -84,9 +84,10 @@ def main():
     net.zero_grad()
 
     t0 = time.perf_counter()
-    summary = train_maya(fitted, x_num=x_num, x_cat=x_cat, y_label=y_t, y_target=y_t, sample_weight=None,
-                         loss_fn=loss_fn, params={**p, "patience": None}, device=torch.device("cpu"),
-                         budget=TimeBudget(None), seed=0, val_score_fn=None, max_epochs=args.epochs)
+    summary = train_maya(fitted, TrainData(x_num, x_cat, y_t, y_t, None),
+                         TrainConfig(params={**p, "patience": None}, loss_fn=loss_fn,
+                                     device=torch.device("cpu"), seed=0, max_epochs=args.epochs),
+                         TimeBudget(None), val_score_fn=None)
     train_s = time.perf_counter() - t0
     rows = summary["epochs"] * len(x_num)
     t0 = time.perf_counter()

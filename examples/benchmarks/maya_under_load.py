@@ -26,7 +26,8 @@ from maya_speed_compare import (CHILD_SETUP, NUM_LAYERS_HELP, PARAMS, child_args
 
 CHILD = CHILD_SETUP + r"""
 import inspect
-extra = {"num_threads": args["threads"]} if "num_threads" in inspect.signature(train_maya).parameters else {}
+takes_threads = "num_threads" in inspect.signature(train_maya).parameters or "TrainConfig" in globals()
+extra = {"num_threads": args["threads"]} if takes_threads else {}
 t0 = time.perf_counter()
 s = train_maya(FittedMaya(net), x_num=x_num, x_cat=x_cat, y_label=y_t, y_target=y_t, sample_weight=None,
                loss_fn=loss_fn, params=p, device=torch.device("cpu"), budget=TimeBudget(None), seed=0,
@@ -57,7 +58,7 @@ def main():
     ap.add_argument("--out", default=str(REPO / "examples" / "benchmarks" / "results" / "throughput"))
     args = ap.parse_args()
     if args.data is None:
-        from autogluon_maya.common.protocol import default_datasets_dir
+        from benchlib.protocol import default_datasets_dir
         args.data = str(default_datasets_dir() / "phoneme")
     params = {**PARAMS, "num_layers": args.num_layers}
     tag = layers_tag(args.num_layers)

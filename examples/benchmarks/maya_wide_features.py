@@ -39,7 +39,7 @@ def main(argv=None):
     from autogluon.tabular import TabularPredictor
 
     import autogluon_maya  # noqa: F401  (registers MAYA)
-    from autogluon_maya.common.protocol import Dataset, default_datasets_dir, p1_split
+    from benchlib.protocol import Dataset, default_datasets_dir, p1_split
     from autogluon_maya.tabswift.preprocessing import screen_columns
     from scipy.stats import rankdata
     from sklearn.feature_selection import f_classif

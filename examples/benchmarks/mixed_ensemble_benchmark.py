@@ -26,7 +26,7 @@ and picks the final model.
 
 Rows written by an earlier version of this script under the name ``mixed`` are read as ``ours``.
 
-Protocol P1 (``autogluon_maya.common.protocol``), seed ``--seed`` (0): 64/16/20 train/validation/test split,
+Protocol P1 (``benchlib.protocol``), seed ``--seed`` (0): 64/16/20 train/validation/test split,
 stratified for classification; tables larger than ``--max-train-rows`` (10,000) training rows are subsampled
 (seeded, stratified) to 15,627 rows first, which P1 splits into 10,000 / 2,501 / 3,126.  The score of a fit is
 the test accuracy (or RMSE) of the model AutoGluon picks on validation; its error e is 1 - accuracy or RMSE.
@@ -74,8 +74,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/stack_with_gbdts.py (portfolio helper)
 
-from autogluon_maya.benchmarking.provenance import RESULTS_DIR, package_commit, package_repo, relative_to_repo  # noqa: E402
-from autogluon_maya.benchmarking.provenance import code_version as provenance_code_version  # noqa: E402
+from benchlib.provenance import RESULTS_DIR, package_commit, package_repo, relative_to_repo  # noqa: E402
+from benchlib.provenance import code_version as provenance_code_version  # noqa: E402
 
 #: 6 binary, 3 multiclass, 3 regression tables (letter, otto and house_16H are subsampled)
 DATASETS = ("qsar_biodeg,seismic_bumps,phoneme,spambase,telco_churn,bank_churn,"
@@ -145,7 +145,7 @@ def ensembling(args_or_spec) -> str:
 
 # ---- the code version ------------------------------------------------------------------------------------
 def code_version(out: Path) -> dict:
-    """``commit``, ``code_commit`` and ``package_commit`` (``autogluon_maya.benchmarking.provenance``) of the
+    """``commit``, ``code_commit`` and ``package_commit`` (``benchlib.provenance``) of the
     checkout that holds the ``autogluon_maya`` this run imports, ``out`` counted as results, not code."""
     repo = package_repo()
     rel_out = relative_to_repo(out, repo)
@@ -209,12 +209,12 @@ def one_fit(spec: dict) -> dict:
     import numpy as np
 
     import autogluon_maya  # noqa: F401  (registers MAYA and TABSWIFT)
-    from autogluon_maya.benchmarking.ensemble import (NEURAL_FAMILIES, best_by_validation, error_of, family,
+    from benchlib.ensemble import (NEURAL_FAMILIES, best_by_validation, error_of, family,
                                                       maya_stops, max_rows_for_train, over_time, prior_fallbacks,
                                                       stack_level, tree_wrong_neural_right)
-    from autogluon_maya.benchmarking.fit_clock import ModelWallClock
-    from autogluon_maya.benchmarking.p1 import p1_data, roc_auc
-    from autogluon_maya.common.protocol import p1_metric
+    from benchlib.fit_clock import ModelWallClock
+    from benchlib.p1 import p1_data, roc_auc
+    from benchlib.protocol import p1_metric
     from stack_with_gbdts import fit_stack
 
     data = p1_data(Path(spec["data_dir"]) / spec["dataset"], seed=spec["seed"],
@@ -345,7 +345,7 @@ def _child_main(spec_path: str, result_path: str) -> None:
 # ---- results file ----------------------------------------------------------------------------------------
 def _old_csv_row(r: dict) -> dict:
     """A row of the earlier ``results.csv`` in today's form (``mixed`` -> ``ours``, numbers parsed)."""
-    from autogluon_maya.benchmarking.ensemble import NEURAL_FAMILIES, family, over_time, stack_level
+    from benchlib.ensemble import NEURAL_FAMILIES, family, over_time, stack_level
 
     row = dict(r)
     row["config"] = OLD_CONFIG_NAMES.get(row["config"], row["config"])
@@ -477,7 +477,7 @@ def latest_ok(rows: list[dict], settings: dict | None) -> dict:
 
 def compare(latest: dict) -> list[dict]:
     """One entry per dataset: the three errors, the relative error reductions of ours, the winner."""
-    from autogluon_maya.benchmarking.ensemble import outcome, relative_error_reduction
+    from benchlib.ensemble import outcome, relative_error_reduction
 
     out = []
     for dataset in dict.fromkeys(d for d, _ in latest):
@@ -530,7 +530,7 @@ def versions(rows: list[dict], settings: dict | None, repo: Path | None = None) 
 def versions_section(rows: list[dict], settings: dict | None, repo: Path | None = None) -> list[str]:
     """``ours`` at every package version the results hold, and each version against the one before it on
     the validation rows (where a change is chosen) and on the test rows."""
-    from autogluon_maya.benchmarking.ensemble import error_of, mean_finite, relative_error_reduction, win_tie_loss
+    from benchlib.ensemble import error_of, mean_finite, relative_error_reduction, win_tie_loss
 
     order, latest = versions(rows, settings, repo)
     if not order:
@@ -570,7 +570,7 @@ def neural_models_section(latest: dict, order: list[str]) -> list[str]:
     """Every neural model of the ``ours`` and ``ag_dl`` fits: the time AutoGluon allotted it and the time it
     took, its validation score beside the best tree's at the same stack level, and its weight in the final
     model; then, per configuration, what its level-2 neural stackers cost and what weight they got."""
-    from autogluon_maya.benchmarking.ensemble import base_name, family, final_weights
+    from benchlib.ensemble import base_name, family, final_weights
 
     lines = ["## The neural models", "",
              "Every neural model fitted in `ours` (MAYA, TabSwift) and `ag_dl` (TabM, RealMLP): seconds AutoGluon "
@@ -648,7 +648,7 @@ def _score(v: float, metric: str) -> str:
 
 
 def _neural(r: dict) -> str:
-    from autogluon_maya.benchmarking.ensemble import base_name
+    from benchlib.ensemble import base_name
 
     return ", ".join(base_name(m) for m in r.get("neural_fitted_l1", [])) or "none"
 
@@ -657,7 +657,7 @@ def write_report(out: Path, settings: dict | None = None, seed: int | None = Non
     """The report (:func:`report_paths`: ``results.md``, ``error_reduction.png`` and ``pama.png``, named by split
     seed and candidate) from the results file: the rows of ``settings``, or of the latest ok row's settings (of
     split seed ``seed``, if given; a seed without rows is a ValueError)."""
-    from autogluon_maya.benchmarking.ensemble import (base_name, family, final_weights, mean_finite, pama_of_models,
+    from benchlib.ensemble import (base_name, family, final_weights, mean_finite, pama_of_models,
                                                       stack_level, win_tie_loss)
 
     rows = read_rows(out)
@@ -815,7 +815,7 @@ def write_report(out: Path, settings: dict | None = None, seed: int | None = Non
     paths = report_paths(out, s.get("seed"), bool(s.get("ours_add")))
     paths["results.md"].write_text(text)
     plot(comp, paths["error_reduction.png"], smoke, "; ".join(titles))
-    from autogluon_maya.benchmarking import plots
+    from benchlib import plots
 
     plots.pama_bar(pama0, paths["pama.png"], 0.0, len(scores))
     return text
@@ -863,7 +863,7 @@ def plot(comp: list[dict], path: Path, smoke: bool, subtitle: str = "") -> None:
 
 
 def parse_args(argv=None):
-    from autogluon_maya.common.protocol import default_datasets_dir
+    from benchlib.protocol import default_datasets_dir
     from autogluon_maya.portfolio import PRESETS
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -28,7 +28,7 @@ SIZES = "256,512,1024,2048"
 
 
 def score_at(dataset: str, data_dir: str, rows: int, checkpoint, num_cpus: int, member_seed: int = 0) -> dict:
-    from autogluon_maya.benchmarking.p1 import p1_fit
+    from benchlib.p1 import p1_fit
 
     params = {"max_context_rows": rows, "random_seed": member_seed,
               **({"checkpoint_path": checkpoint} if checkpoint else {})}
@@ -76,7 +76,7 @@ def report(rows, out: Path) -> None:
 
 
 def main() -> None:
-    from autogluon_maya.common.protocol import default_datasets_dir
+    from benchlib.protocol import default_datasets_dir
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-dir", default=str(default_datasets_dir()))

@@ -78,7 +78,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
-from autogluon_maya.benchmarking.provenance import code_version
+from benchlib.provenance import code_version
 from autogluon_maya.tabswift.config import RELEASED, SMALL
 from autogluon_maya.tabswift.engine import TabSwiftEngine
 from autogluon_maya.tabswift.network import CLASSIFICATION, TabSwiftNetwork

@@ -300,7 +300,7 @@ def markdown(rows) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    from autogluon_maya.common.protocol import default_datasets_dir
+    from benchlib.protocol import default_datasets_dir
 
     parser.add_argument("data", type=Path, nargs="?", default=default_datasets_dir(),
                         help="datasets folder (<name>/data.csv.gz + meta.json; default: %(default)s)")

@@ -84,8 +84,8 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from autogluon_maya.benchmarking.p1 import prediction_scores  # noqa: E402
-from autogluon_maya.benchmarking.provenance import code_version  # noqa: E402
+from benchlib.p1 import prediction_scores  # noqa: E402
+from benchlib.provenance import code_version  # noqa: E402
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT  # noqa: E402
 from autogluon_maya.tabswift.export import export_to_authors  # noqa: E402
 from autogluon_maya.tabswift.weights import load_checkpoint  # noqa: E402
@@ -203,7 +203,7 @@ def run_table(name: str, args, exported: Path, table: torch.Tensor, sampler: Pea
     from autogluon.tabular import TabularPredictor
     from tabarena.models.tabswift.model import TabSwiftModel as TAModel
 
-    from autogluon_maya.benchmarking.p1 import p1_data
+    from benchlib.p1 import p1_data
     from autogluon_maya.tabswift.model import TabSwiftModel as OurModel
 
     data = p1_data(args.data / name, seed=args.seed)
@@ -397,7 +397,7 @@ def plot(rows: list, path: Path) -> None:
 
 
 def main(argv=None) -> int:
-    from autogluon_maya.common.protocol import default_datasets_dir
+    from benchlib.protocol import default_datasets_dir
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path, nargs="?", default=default_datasets_dir(),

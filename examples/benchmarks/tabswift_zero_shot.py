@@ -4,7 +4,7 @@
     python examples/benchmarks/tabswift_zero_shot.py --datasets phoneme,qsar_biodeg --skip-pareto
     python examples/benchmarks/tabswift_zero_shot.py --report-only
 
-Part 1 (protocol P1, ``autogluon_maya.common.protocol``; one child process per fit through the
+Part 1 (protocol P1, ``benchlib.protocol``; one child process per fit through the
 benchmark runner): TABSWIFT (shipped checkpoint, zero-shot), TABSWIFT@finetuned (``fine_tune=True``),
 and AutoGluon's LR, KNN, GBM and CAT.  Results append to ``<out>/results.jsonl`` (resumable) and the
 report (ranks, PAMA, CD diagram) is rebuilt from it.
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from autogluon_maya.common.protocol import default_datasets_dir
+from benchlib.protocol import default_datasets_dir
 
 SMALL_DATASETS = ("qsar_biodeg,seismic_bumps,ames_housing,spambase,phoneme,satimage,telco_churn,cpu_act,"
                   "bank_churn,pol")
@@ -52,8 +52,8 @@ def parse_args(argv=None):
 
 
 def run_fits(args, out: Path) -> None:
-    from autogluon_maya.benchmarking import Task
-    from autogluon_maya.benchmarking.runner import run_benchmark
+    from benchlib import Task
+    from benchlib.runner import run_benchmark
 
     tasks = [Task(d, m, int(s), args.time_limit, None, HYPERPARAMETERS.get(m, {}))
              for d in args.datasets.split(",") for s in args.seeds.split(",") for m in args.models.split(",")]
@@ -62,7 +62,7 @@ def run_fits(args, out: Path) -> None:
 
 # ---- part 2: early-exit Pareto curve -------------------------------------------------------------
 def pareto_rows(dataset: str, data_dir: str, seed: int, num_cpus: int, time_limit: float):
-    from autogluon_maya.benchmarking.p1 import p1_fit
+    from benchlib.p1 import p1_fit
 
     fit = p1_fit(Path(data_dir) / dataset, {"TABSWIFT": {}}, seed=seed, num_cpus=num_cpus, time_limit=time_limit)
     predictor, model, ds, test = fit.predictor, fit.model, fit.data.dataset, fit.data.test
@@ -153,7 +153,7 @@ def main(argv=None) -> None:
             run_fits(args, out)
         if not args.skip_pareto:
             run_pareto(args, out)
-    from autogluon_maya.benchmarking.report import write_report
+    from benchlib.report import write_report
 
     if (out / "results.jsonl").exists():
         paths = write_report(out)

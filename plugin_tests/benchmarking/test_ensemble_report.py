@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autogluon_maya.benchmarking.ensemble import (
+from benchlib.ensemble import (
     base_name,
     best_by_validation,
     final_weights,
@@ -35,7 +35,7 @@ from autogluon_maya.benchmarking.ensemble import (
     tree_wrong_neural_right,
     win_tie_loss,
 )
-from autogluon_maya.common.protocol import Dataset, p1_split
+from benchlib.protocol import Dataset, p1_split
 
 SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "benchmarks" / "mixed_ensemble_benchmark.py"
 
@@ -481,7 +481,7 @@ def test_versions_section_compares_each_package_version_with_the_one_before(benc
 
 
 def test_version_of_rows_without_a_package_commit(bench, tmp_path):
-    from autogluon_maya.benchmarking.provenance import git, package_commit
+    from benchlib.provenance import git, package_commit
 
     assert bench.version_of({"package_commit": "ccc3333"}) == "ccc3333"
     # no repository to look the commit up in: the recorded code commit stands in

@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from autogluon_maya.benchmarking.fit_clock import ModelWallClock
+from benchlib.fit_clock import ModelWallClock
 
 
 def test_wall_clock_records_every_started_model(tmp_path):

@@ -9,7 +9,7 @@ import pandas as pd
 from autogluon.tabular import TabularPredictor
 
 import autogluon_maya  # noqa: F401  (registers MAYA and TABSWIFT)
-from autogluon_maya.benchmarking.runner import _model_summary
+from benchlib.runner import _model_summary
 
 
 def test_summaries_of_maya_and_tabswift_fit_in_a_row(tmp_path):

@@ -1,4 +1,4 @@
-"""The code version every benchmark row records (autogluon_maya.benchmarking.provenance), on a throw-away
+"""The code version every benchmark row records (``examples/benchmarks/benchlib/provenance.py``), on a throw-away
 git repository: which edits make a row's commit or package version dirty, and what a checkout without git
 gives."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from autogluon_maya.benchmarking.provenance import RESULTS_DIR, code_version, git, package_commit
+from benchlib.provenance import RESULTS_DIR, code_version, git, package_commit
 
 
 def _git(repo: Path, *cmd: str) -> None:
@@ -23,8 +23,9 @@ def repo(tmp_path: Path) -> Path:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     root = tmp_path / "repo"
-    for rel, text in {"autogluon_maya/model.py": "x = 1\n", "autogluon_maya/benchmarking/tables.py": "t = 1\n",
-                      "docs/guide.md": "guide\n", f"{RESULTS_DIR}/run/results.jsonl": "{}\n"}.items():
+    for rel, text in {"autogluon_maya/model.py": "x = 1\n", "examples/benchmarks/benchlib/tables.py": "t = 1\n",
+                      "examples/benchmarks/benchlib/protocol.py": "p = 1\n", "docs/guide.md": "guide\n",
+                      f"{RESULTS_DIR}/run/results.jsonl": "{}\n"}.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     _git(root, "init", "-q")
@@ -55,11 +56,17 @@ def test_results_and_report_helpers_are_not_code_a_fit_depends_on(repo):
     head = git(repo, "rev-parse", "--short", "HEAD")
     (repo / RESULTS_DIR / "run" / "results.jsonl").write_text("{}\n{}\n")  # a running benchmark appends
     assert code_version(repo)["commit"] == head
-    (repo / "autogluon_maya" / "benchmarking" / "tables.py").write_text("t = 2\n")
+    (repo / "examples" / "benchmarks" / "benchlib" / "tables.py").write_text("t = 2\n")
     _git(repo, "commit", "-qam", "tables")
     version = code_version(repo)
     assert version["commit"] != head and version["package_commit"] == head  # the report moved, the models did not
     assert package_commit(repo) == head
+
+
+def test_the_split_of_p1_is_code_a_fit_depends_on(repo):
+    head = git(repo, "rev-parse", "--short", "HEAD")
+    (repo / "examples" / "benchmarks" / "benchlib" / "protocol.py").write_text("p = 2\n")
+    assert code_version(repo)["package_commit"] == head + "-dirty"
 
 
 def test_extra_excludes_count_as_results(repo):

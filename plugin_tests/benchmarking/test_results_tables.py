@@ -1,11 +1,17 @@
 """Every results table in README.md and docs/ is the table its raw results file gives
-(``python -m autogluon_maya.benchmarking.tables`` rebuilds them; ``--check`` is this test)."""
+(``python examples/benchmarks/results_tables.py`` rebuilds them; ``--check`` is this test)."""
 
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
-from autogluon_maya.benchmarking import tables
+from benchlib import tables
+from benchlib.repo import find_repo
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _docs():
@@ -15,6 +21,26 @@ def _docs():
 def test_docs_hold_marked_tables():
     names = {m.group(2) for p in _docs() for m in tables.REGION.finditer(p.read_text())}
     assert {"maya-multiclass", "quick", "tabswift-zero-shot"} <= names, names
+
+
+def test_the_tables_find_the_checkout_they_sit_in(tmp_path):
+    """From the helpers' own folder, whatever the working directory (the tests run in a temporary one)."""
+    assert tables.REPO == REPO and tables.RESULTS == REPO / "examples" / "benchmarks" / "results"
+    (tmp_path / "checkout" / "a" / "b").mkdir(parents=True)
+    (tmp_path / "checkout" / "pyproject.toml").write_text("")
+    assert find_repo(tmp_path / "checkout" / "a" / "b") == tmp_path / "checkout"
+    with pytest.raises(FileNotFoundError, match="no repository checkout"):
+        find_repo(Path("/"))
+
+
+def test_the_check_command_runs_from_another_directory(tmp_path):
+    """``python examples/benchmarks/results_tables.py --check`` exits 0 on the committed tables and names
+    its usage in ``--help``; the working directory is a temporary folder, not the repository."""
+    script = REPO / "examples" / "benchmarks" / "results_tables.py"
+    checked = subprocess.run([sys.executable, str(script), "--check"], cwd=tmp_path, capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    usage = subprocess.run([sys.executable, str(script), "--help"], cwd=tmp_path, capture_output=True, text=True)
+    assert usage.returncode == 0 and "results_tables.py --check" in usage.stdout, usage.stderr
 
 
 def test_every_page_of_the_docs_is_checked(tmp_path):
@@ -30,7 +56,7 @@ def test_every_page_of_the_docs_is_checked(tmp_path):
 def test_every_table_matches_its_results_file(path):
     stale = tables.differences(path.read_text())
     assert not stale, (f"{path.name}: {stale} differ from their results files; "
-                       "run `python -m autogluon_maya.benchmarking.tables` and commit")
+                       "run `python examples/benchmarks/results_tables.py` and commit")
 
 
 def test_a_hand_edited_figure_is_caught():

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autogluon_maya.benchmarking import (
+from benchlib import (
     Task,
     append_result,
     average_ranks,
@@ -22,7 +22,7 @@ from autogluon_maya.benchmarking import (
     score_matrix,
     todo,
 )
-from autogluon_maya.common.protocol import Dataset, p1_split
+from benchlib.protocol import Dataset, p1_split
 
 CFG = config_hash(300, None, {})
 
@@ -187,6 +187,15 @@ def test_critical_difference_nemenyi_groups_from_autorank():
     assert cd.ranking.rankdf["meanrank"].to_dict() == pytest.approx(cd.avg_ranks.to_dict())
 
 
+def test_rank_groups_are_the_runs_within_cd_that_reach_further():
+    from benchlib.stats import rank_groups
+
+    # 1.0 reaches 2.5 (index 2); 2.0 reaches 3.5 (index 3), further; 2.5 reaches 3.5 too: inside, not a bar
+    assert rank_groups([1.0, 2.0, 2.5, 3.5, 6.0], cd=1.5) == [(0, 2), (1, 3)]
+    assert rank_groups([1.0, 3.0, 5.0], cd=1.5) == []  # every model apart from the rest: no bar
+    assert rank_groups([1.0, 1.2, 1.4], cd=1.5) == [(0, 2)]
+
+
 def test_critical_difference_without_significance_and_with_few_datasets():
     # each model first on two of six datasets, second on two, third on two: equal average ranks
     sm = score_matrix(_ranked_rows(["ABC", "BCA", "CAB"] * 2))
@@ -216,7 +225,7 @@ def test_critical_difference_of_two_models_is_a_wilcoxon_test():
 def test_roc_auc_matches_sklearn():
     from sklearn.metrics import roc_auc_score
 
-    from autogluon_maya.benchmarking.p1 import roc_auc
+    from benchlib.p1 import roc_auc
 
     rng = np.random.default_rng(0)
     y = rng.choice(["a", "b", "c"], 300)
@@ -233,7 +242,7 @@ def test_roc_auc_matches_sklearn():
 # --- report --------------------------------------------------------------------------------------
 
 def test_report_writes_markdown_and_figures(tmp_path):
-    from autogluon_maya.benchmarking.report import REPORT_FILES, write_report
+    from benchlib.report import REPORT_FILES, write_report
 
     for row in _table():
         append_result(tmp_path / "results.jsonl", row)
@@ -253,7 +262,7 @@ def test_report_writes_markdown_and_figures(tmp_path):
 
 
 def test_report_on_empty_and_single_dataset(tmp_path):
-    from autogluon_maya.benchmarking.report import REPORT_FILES, write_report
+    from benchlib.report import REPORT_FILES, write_report
 
     paths = write_report(tmp_path / "empty")
     assert all(paths[n].exists() for n in REPORT_FILES)
@@ -268,7 +277,7 @@ def test_report_on_empty_and_single_dataset(tmp_path):
 def test_report_gives_the_tests_and_draws_autoranks_diagram(tmp_path, monkeypatch):
     import autorank
 
-    from autogluon_maya.benchmarking.report import write_report
+    from benchlib.report import write_report
 
     drawn = []
 
@@ -296,7 +305,7 @@ def test_report_gives_the_tests_and_draws_autoranks_diagram(tmp_path, monkeypatc
 def test_report_when_every_fit_failed(tmp_path):
     """A run whose fits all failed (e.g. a wrong --data-dir) must still report the failures, not crash on
     the timing columns that only successful fits write."""
-    from autogluon_maya.benchmarking.report import write_report
+    from benchlib.report import write_report
 
     for ds in ("d1", "d2"):
         append_result(tmp_path / "results.jsonl", {"dataset": ds, "model": "A", "seed": 0, "config": CFG, "task": None,
@@ -309,8 +318,8 @@ def test_report_when_every_fit_failed(tmp_path):
 def test_a_failed_fit_is_a_row_with_its_reason_and_the_code_version(tmp_path):
     """A fit that cannot run (here: no such table) becomes a recorded failure, not the end of the run, and
     every row says which package version ran it; the next run resumes past it."""
-    from autogluon_maya.benchmarking.provenance import code_version
-    from autogluon_maya.benchmarking.runner import run_benchmark
+    from benchlib.provenance import code_version
+    from benchlib.runner import run_benchmark
 
     results = tmp_path / "results.jsonl"
     tasks = [Task("no_such_table", "GBM", 0, 10.0)]
@@ -323,7 +332,7 @@ def test_a_failed_fit_is_a_row_with_its_reason_and_the_code_version(tmp_path):
 
 
 def test_prediction_scores_by_hand():
-    from autogluon_maya.benchmarking.p1 import prediction_scores
+    from benchlib.p1 import prediction_scores
 
     y = pd.Series(["a", "b", "b", "a"])
     proba = pd.DataFrame({"a": [0.9, 0.4, 0.2, 0.3], "b": [0.1, 0.6, 0.8, 0.7]})

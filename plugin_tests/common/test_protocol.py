@@ -1,10 +1,10 @@
-"""The benchmark protocol P1's table loading (``autogluon_maya.common.protocol``), which the benchmark scripts share."""
+"""The benchmark protocol P1's table loading (``examples/benchmarks/benchlib/protocol.py``), which the benchmark scripts share."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from autogluon_maya.common import protocol
+from benchlib import protocol
 
 
 def _csv(tmp_path):
@@ -30,14 +30,17 @@ def test_unknown_label_names_the_columns(tmp_path):
         protocol.load_dataset(_csv(tmp_path), label="nope")
 
 
-def test_default_datasets_dir_finds_shared_datasets_beside_the_working_directory(tmp_path, monkeypatch):
-    """A non-editable install has no checkout to look beside: the working directory's neighbours count."""
+def test_default_datasets_dir_looks_beside_the_checkout_then_beside_the_working_directory(tmp_path, monkeypatch):
+    """No ``shared/datasets`` beside the checkout: the working directory's neighbours count; one beside the
+    checkout comes first; ``$AUTOGLUON_MAYA_DATASETS`` overrides both."""
     monkeypatch.delenv(protocol.DATASETS_ENV, raising=False)
     (tmp_path / "shared" / "datasets").mkdir(parents=True)
     work = tmp_path / "project"
     work.mkdir()
     monkeypatch.chdir(work)
-    monkeypatch.setattr(protocol, "__file__", str(tmp_path / "site-packages" / "autogluon_maya" / "common" / "protocol.py"))
+    monkeypatch.setattr(protocol, "REPO", tmp_path / "lab" / "checkout")
     assert protocol.default_datasets_dir() == tmp_path / "shared" / "datasets"
+    (tmp_path / "lab" / "shared" / "datasets").mkdir(parents=True)
+    assert protocol.default_datasets_dir() == tmp_path / "lab" / "shared" / "datasets"
     monkeypatch.setenv(protocol.DATASETS_ENV, str(tmp_path / "elsewhere"))
     assert protocol.default_datasets_dir() == tmp_path / "elsewhere"

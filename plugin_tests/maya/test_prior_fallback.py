@@ -15,7 +15,7 @@ from autogluon.core.metrics import log_loss
 from autogluon.core.utils.exceptions import TimeLimitExceeded
 
 from autogluon_maya import MayaModel
-from autogluon_maya.benchmarking.ensemble import prior_fallbacks
+from benchlib.ensemble import prior_fallbacks
 from autogluon_maya.maya import trainer
 
 TINY = {"hidden_size": 16, "num_heads": 2, "ensemble_members": 1, "adaptive_threads": False}

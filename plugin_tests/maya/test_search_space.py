@@ -1,8 +1,9 @@
 """MAYA's GPU search space is the paper's Table 12 (Appendix D.1), its CPU space stays within what the trainer
 accepts on a CPU, and both start from the defaults.
 
-The paper's values are written out here by hand from ``../shared/papers/maya_paper.txt``, not imported
-from the module under test, so a wrong entry in ``TABLE12`` fails this file.
+The paper's values are written out here by hand from its Table 12 (Li et al., "Multi-branch of Attention Yields
+Accurate Results for Tabular Data", arXiv:2502.12507), not imported from the module under test, so a wrong entry
+in ``TABLE12`` fails this file.
 """
 
 from __future__ import annotations

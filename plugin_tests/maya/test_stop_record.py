@@ -9,12 +9,12 @@ import pandas as pd
 import torch
 
 from autogluon_maya import MayaModel
-from autogluon_maya.benchmarking.ensemble import maya_stops
+from benchlib.ensemble import maya_stops
 from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya import trainer
 from autogluon_maya.maya.defaults import resolve_defaults
 from autogluon_maya.maya.members import MEMBER_SEED_STRIDE as S
-from autogluon_maya.maya.members import stop_rule, train_members
+from autogluon_maya.maya.members import MemberJudge, MemberSettings, stop_rule, train_members
 
 
 class Clock:
@@ -41,9 +41,8 @@ def _fake_train(clock: Clock, seconds: dict, reasons: dict, epochs: dict):
 def test_the_last_networks_rule_ends_a_fit_that_trained_every_member():
     clock = Clock()
     train = _fake_train(clock, {0: 5.0, S: 5.0}, {0: "max_epochs", S: "early stopping"}, {0: 30, S: 12})
-    _, report = train_members(lambda s: s, train, budget=TimeBudget(100.0, clock=clock), max_members=2, parallel=1,
-                              num_cpus=1, seed=0, val_proba=lambda net: np.full(4, 0.5),
-                              judge=lambda p: 0.0 if len(p) else 0.0)
+    _, report = train_members(lambda s: s, train, TimeBudget(100.0, clock=clock), MemberSettings(2, 1, 1, 0),
+                              MemberJudge(lambda net: np.full(4, 0.5), lambda p: 0.0 if len(p) else 0.0))
     assert {k: report["stop"][k] for k in ("rule", "epoch", "member")} == {"rule": "patience", "epoch": 12,
                                                                            "member": 2}
     assert report["stop"]["members"].startswith("2 of 2 member(s) kept")
@@ -53,8 +52,8 @@ def test_a_member_judged_not_worth_keeping_is_named():
     clock = Clock()
     scores = iter([0.9, 0.1])  # the first member alone, then the average with the second: worse
     train = _fake_train(clock, {0: 5.0, S: 5.0}, {0: "early stopping", S: "max_epochs"}, {0: 20, S: 30})
-    _, report = train_members(lambda s: s, train, budget=TimeBudget(100.0, clock=clock), max_members=2, parallel=1,
-                              num_cpus=1, seed=0, val_proba=lambda net: np.full(4, 0.5), judge=lambda p: next(scores))
+    _, report = train_members(lambda s: s, train, TimeBudget(100.0, clock=clock), MemberSettings(2, 1, 1, 0),
+                              MemberJudge(lambda net: np.full(4, 0.5), lambda p: next(scores)))
     assert report["stop"]["rule"] == "max_epochs" and report["stop"]["member"] == 2
     assert "1 of 2 member(s) kept" in report["stop"]["members"] and "member 2 dropped" in report["stop"]["members"]
 
@@ -62,8 +61,8 @@ def test_a_member_judged_not_worth_keeping_is_named():
 def test_no_time_for_a_further_member_is_a_stop_for_time():
     clock = Clock()
     train = _fake_train(clock, {0: 90.0, S: 5.0}, {0: "early stopping", S: "max_epochs"}, {0: 40, S: 3})
-    _, report = train_members(lambda s: s, train, budget=TimeBudget(100.0, clock=clock), max_members=2, parallel=1,
-                              num_cpus=1, seed=0, val_proba=lambda net: np.full(4, 0.5), judge=lambda p: 0.0)
+    _, report = train_members(lambda s: s, train, TimeBudget(100.0, clock=clock), MemberSettings(2, 1, 1, 0),
+                              MemberJudge(lambda net: np.full(4, 0.5), lambda p: 0.0))
     assert report["stop"]["rule"] == "time" and report["stop"]["epoch"] == 40 and report["stop"]["member"] == 1
     assert "another member needs" in report["stop"]["members"]
 
@@ -75,10 +74,10 @@ def test_patience_stops_the_trainer_at_the_epoch_it_counts_to(one_torch_thread_s
     fitted = trainer.FittedMaya(trainer.MayaNetwork(3, [], 2, "class", 2, hidden_size=8, num_heads=2))
     params = {**resolve_defaults("binary"), "patience": 3, "batch_size": 8, "validation_every": 1,
               "adaptive_threads": False}
-    summary = trainer.train_maya(fitted, x_num=x, x_cat=torch.zeros(64, 0, dtype=torch.long), y_label=y, y_target=y,
-                                 sample_weight=None, loss_fn=trainer.make_loss("class"), params=params,
-                                 device=torch.device("cpu"), budget=TimeBudget(None), seed=0, max_epochs=50,
-                                 val_score_fn=lambda f: 0.5)
+    summary = trainer.train_maya(fitted, trainer.TrainData(x, torch.zeros(64, 0, dtype=torch.long), y, y, None),
+                                 trainer.TrainConfig(params=params, loss_fn=trainer.make_loss("class"),
+                                                     device=torch.device("cpu"), seed=0, max_epochs=50),
+                                 TimeBudget(None), val_score_fn=lambda f: 0.5)
     assert (stop_rule(summary["stop_reason"]), summary["epochs"]) == ("patience", 4)
     assert [stop_rule(r) for r in ("max_epochs", "time: not enough left for another step", "infeasible: x")] == \
         ["max_epochs", "time", "time"]

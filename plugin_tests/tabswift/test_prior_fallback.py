@@ -15,7 +15,7 @@ import pytest
 from autogluon.core.models import BaggedEnsembleModel
 
 from autogluon_maya import TabSwiftModel
-from autogluon_maya.benchmarking.ensemble import prior_fallbacks
+from benchlib.ensemble import prior_fallbacks
 from autogluon_maya.tabswift.model import WEIGHTS_NAME
 from autogluon_maya.tabswift.weights import checkpoint_paths
 from plugin_tests.resources import fit_on_cores

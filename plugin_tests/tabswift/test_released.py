@@ -28,8 +28,8 @@ import torch
 
 from autogluon_maya.tabswift.engine import TabSwiftEngine
 from autogluon_maya.tabswift.network import CLASSIFICATION, REGRESSION
-from autogluon_maya.tabswift.released import (ReleasedCheckpointError, convert, convert_cached, main,
-                                              released_to_network, resolve_checkpoint)
+from autogluon_maya.tabswift.released import ReleasedCheckpointError, convert, convert_cached, main, released_to_network
+from autogluon_maya.tabswift.sources import resolve_checkpoint
 from autogluon_maya.tabswift.weights import checkpoint_paths, load_checkpoint, read_checkpoint_info
 from plugin_tests.conftest import tabswift_authors
 

@@ -1,5 +1,10 @@
-"""Benchmark runner logic behind ``examples/benchmarks/benchmark.py``, kept importable so that tests can reach it.
+"""The benchmark scripts' shared helpers (not part of the installed package: no model imports them).
 
+A script run as ``python examples/benchmarks/X.py`` has this folder's parent first on ``sys.path`` and imports
+``benchlib``; the test suite puts that folder on ``sys.path`` (``plugin_tests/conftest.py``).
+
+``protocol`` protocol P1: dataset folders, the 64/16/20 split, the metric.
+``p1``       P1 end to end: load, split, fit, score.
 ``results``  JSON-lines storage, result keys and resume (which fits are still to do).
 ``stats``    score matrices, PAMA, normalized scores; average ranks (bencheval) and the critical-difference
              tests (autorank: Friedman + Nemenyi, or Wilcoxon for two models).
@@ -9,6 +14,8 @@
 ``ensemble`` report logic of the GBDT / + MAYA + TabSwift / + TabM + RealMLP ensemble benchmark.
 ``fit_clock`` an AutoGluon callback recording each model's wall-clock fit time.
 ``provenance`` the git commits every result row records (which code ran it).
+``tables``   the results tables of README.md and docs/*.md (``examples/benchmarks/results_tables.py``).
+``repo``     the repository checkout these helpers sit in.
 
 Only ``results`` and ``stats`` are imported here: the rest pulls in matplotlib or AutoGluon.
 """

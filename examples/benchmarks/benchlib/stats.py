@@ -177,6 +177,20 @@ class CDResult:
         return self.p_value is not None and self.p_value < self.alpha
 
 
+def rank_groups(mean_ranks: List[float], cd: float) -> List[tuple]:
+    """The bars of a critical-difference diagram, as ``(first, last)`` positions in ``mean_ranks`` (models in
+    rank order): from each model, the run up to the last model within ``cd`` of it, kept when it reaches past
+    every earlier run (a run inside another is not a bar of its own).  The rule autorank's ``plot_stats``
+    draws its bars by, so that the groups in the report's text are the bars in its figure."""
+    runs, reach = [], -1
+    for i, rank in enumerate(mean_ranks):
+        last = max((j for j in range(i + 1, len(mean_ranks)) if abs(rank - mean_ranks[j]) <= cd), default=None)
+        if last is not None and last > reach:
+            runs.append((i, last))
+            reach = last
+    return runs
+
+
 def critical_difference(normalized: pd.DataFrame, alpha: float = 0.05) -> CDResult:
     """Rank tests on a datasets × models matrix of normalized scores (``normalized_scores``), by autorank.
 
@@ -209,17 +223,12 @@ def critical_difference(normalized: pd.DataFrame, alpha: float = 0.05) -> CDResu
     p = float(ranking.pvalue)
     res.p_value = 1.0 if np.isnan(p) else p  # NaN: every model tied on every dataset
     if ranking.omnibus == "friedman":
-        # the function autorank's own diagram draws its bars from (exported in autorank._util.__all__),
-        # so that the groups in the text are the bars in the figure
-        from autorank._util import get_sorted_rank_groups
-
         res.test, res.cd = "Friedman test", float(ranking.cd)
         if not res.significant:
             res.groups = [names]
             res.note = f"Friedman p = {res.p_value:.3g} >= {alpha:g}: no significant differences"
         else:
-            _, ordered, runs = get_sorted_rank_groups(ranking, False)
-            res.groups = [ordered[a:b + 1] for a, b in runs]
+            res.groups = [names[a:b + 1] for a, b in rank_groups(ranking.rankdf["meanrank"].tolist(), res.cd)]
     else:
         res.test = "One-sided Wilcoxon signed-rank test on normalized scores"
         res.groups = [] if res.significant else [names]

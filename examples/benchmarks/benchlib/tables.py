@@ -1,7 +1,7 @@
 """The results tables of README.md and docs/*.md, built from the committed raw results.
 
-    python -m autogluon_maya.benchmarking.tables           # rewrite every marked table in place
-    python -m autogluon_maya.benchmarking.tables --check   # list the tables that differ from their files; exit 1 if any
+    python examples/benchmarks/results_tables.py           # rewrite every marked table in place
+    python examples/benchmarks/results_tables.py --check   # list the tables that differ from their files; exit 1 if any
 
 A table in a Markdown file sits between ``<!-- table:NAME -->`` and ``<!-- /table -->``; ``NAME`` is one of
 ``TABLES`` below, a function that reads the raw results under ``examples/benchmarks/results/`` (benchmark
@@ -25,7 +25,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
-REPO = Path(__file__).resolve().parents[2]
+from .repo import REPO
+
 RESULTS = REPO / "examples" / "benchmarks" / "results"
 REGION = re.compile(r"(<!-- table:([\w-]+) -->\n)(.*?)(<!-- /table -->)", re.S)
 

@@ -1,6 +1,6 @@
 """Protocol P1 end to end, for the benchmark runner and every script under ``examples/benchmarks/``.
 
-P1 (``autogluon_maya.common.protocol``): a dataset folder (``data.csv.gz`` + ``meta.json``) or a CSV, split
+P1 (``protocol``): a dataset folder (``data.csv.gz`` + ``meta.json``) or a CSV, split
 64/16/20 into train / validation / test (stratified for classification, seeded); one ``TabularPredictor``
 fitted on the training part with the validation part as ``tuning_data``; test accuracy (and ROC-AUC) for
 classification, RMSE for regression.
@@ -27,7 +27,7 @@ from typing import Any, Dict, Optional, Union
 
 import pandas as pd
 
-from autogluon_maya.common.protocol import Dataset, load_dataset, p1_metric, p1_split
+from .protocol import Dataset, load_dataset, p1_metric, p1_split
 
 
 @dataclass

@@ -23,9 +23,12 @@ from typing import Dict, Iterable, Optional
 #: the folder every benchmark script writes its results under (relative to the repository root)
 RESULTS_DIR = "examples/benchmarks/results"
 
-#: what a benchmark fit depends on beyond AutoGluon: the package (less its report helpers) and the fit helper
+#: what a benchmark fit depends on beyond AutoGluon: the package, the portfolio helper and the split of P1
+#: (``benchlib/protocol.py``); the rest of ``benchlib`` reports and times fits.  ``autogluon_maya/benchmarking`` is
+#: where older commits keep these helpers: excluded, so that a commit that changed only them has the package
+#: version of the commit before, whichever commit is asked about.
 PACKAGE_PATHS = ("autogluon_maya", ":(exclude)autogluon_maya/benchmarking", "pyproject.toml",
-                 "examples/stack_with_gbdts.py")
+                 "examples/stack_with_gbdts.py", "examples/benchmarks/benchlib/protocol.py")
 
 
 def git(repo: Path, *cmd: str) -> str:

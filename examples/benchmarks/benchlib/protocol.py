@@ -1,4 +1,4 @@
-"""Benchmark protocol P1 and dataset loading, shared by every script in ``examples/``.
+"""Benchmark protocol P1 and dataset loading, shared by every script in ``examples/benchmarks/``.
 
 P1: a 64/16/20 train/validation/test split (stratified for classification), seeded; the validation
 part is passed to AutoGluon as ``tuning_data``; test metric accuracy (classification) or RMSE
@@ -16,20 +16,20 @@ from typing import Optional, Tuple
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
+from .repo import REPO
+
 DATASETS_ENV = "AUTOGLUON_MAYA_DATASETS"
 
 
 def default_datasets_dir() -> Path:
     """``$AUTOGLUON_MAYA_DATASETS``, else the first existing ``shared/datasets`` among: beside the
-    repository checkout (editable install), under the current directory, beside it. Without any, the
+    repository checkout these helpers sit in, under the current directory, beside it. Without any, the
     last candidate is returned, so the error names a path relative to where the user runs from."""
     env = os.environ.get(DATASETS_ENV)
     if env:
         return Path(env)
-    candidates = [Path.cwd() / "shared" / "datasets", Path.cwd().parent / "shared" / "datasets"]
-    checkout = Path(__file__).resolve().parents[2]
-    if (checkout / "pyproject.toml").is_file():  # an editable install: the package lives in the checkout
-        candidates.insert(0, checkout.parent / "shared" / "datasets")
+    candidates = [REPO.parent / "shared" / "datasets", Path.cwd() / "shared" / "datasets",
+                  Path.cwd().parent / "shared" / "datasets"]
     return next((c for c in candidates if c.is_dir()), candidates[-1])
 
 

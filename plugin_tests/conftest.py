@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-# TABSWIFT's default checkpoint_path="auto" takes the authors' released weights where they are cached or
-# downloadable; default-configured fits in the suite use the shipped checkpoint on every machine (a value set by
+# TABSWIFT's default checkpoint_path="auto" takes the authors' released weights where this machine has them
+# (prefetched, or in the hub's cache); default-configured fits in the suite use the shipped checkpoint on every machine (a value set by
 # the caller, e.g. a candidate checkpoint under evaluation, is kept)
 os.environ.setdefault("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", "shipped")
 

@@ -1,29 +1,23 @@
-"""The authors' released ``swift.ckpt`` from the model hub: ``checkpoint_path="hub"`` (explicit: any
-failure is an error) and the released half of ``checkpoint_path="auto"`` (the default: any failure
-falls back to the shipped checkpoint, ``sources.py``).
+"""The authors' released ``swift.ckpt`` from the model hub, fetched ahead of a fit (``prefetch_weights``, the
+console command ``autogluon-maya-prefetch``) or by ``checkpoint_path="hub"``; ``checkpoint_path="auto"`` reads
+only what is on this machine already (``sources.py``).
 
-Built to fail fast: a fit must not hang on a network that is not there.
-- a converted copy already in the cache is used without any network access;
-- ``huggingface_hub`` missing -> ImportError saying what to install;
-- the hub's local cache (``HF_HOME`` / ``HF_HUB_CACHE``) holding the file -> converted, no network;
-- ``HF_HUB_OFFLINE=1`` -> nothing else is tried;
-- otherwise the hub (``HF_ENDPOINT``, default huggingface.co) must answer an HTTP HEAD of the file within
-  ``timeout`` seconds (``$AUTOGLUON_MAYA_HUB_TIMEOUT``, default 5) -- name resolution included, which a
-  socket timeout does not bound, so the probe runs in a daemon thread abandoned on timeout -- before
-  huggingface_hub (which retries a silent server with back-off for ~30 s) is asked for anything.
-A failed attempt (probe, download or conversion) is remembered for the process, per endpoint: a bagged
-fit builds one model per fold, and each would otherwise wait for the same dead network again.
-``"auto"`` inside a fit with a time limit also bounds the download itself (``download_within``, a tenth of
-what is left of the fit's limit; the probe gets no longer either): a download that does not finish by then is
-remembered like a failure, so every fold of a bagged fit and its refit load the same weights, and goes on
-in a daemon thread, so that the file may be in the hub's local cache for a later process.
-The file is converted once (``released.convert``) into ``<cache>/tabswift/hub/``.
+Where the weights come from, in this order, for every caller:
+- the converted copy in our cache (``$AUTOGLUON_MAYA_CACHE``, default ``~/.cache/autogluon_maya``), no network;
+- ``swift.ckpt`` in the Hugging Face hub's local cache (``HF_HOME`` / ``HF_HUB_CACHE``), converted once, no network;
+- a download (``prefetch_weights`` and ``"hub"`` only; ``download=True``), after the hub has answered an HTTP HEAD
+  of the file within ``timeout`` seconds (``$AUTOGLUON_MAYA_HUB_TIMEOUT``, default 5; the probe runs in a daemon
+  thread abandoned on timeout, because name resolution is not bounded by socket timeouts and huggingface_hub
+  retries a silent server with back-off for half a minute).  The download itself runs in the calling thread and
+  ends with the call: nothing fetches in the background.
+A file is converted only if its sha256 is the one pinned here (``RELEASED_SHA256``, when set; the download asks
+for ``RELEASED_REVISION``).  A failed probe is remembered for the process, per endpoint, so the folds of a bag
+do not each wait for the same dead network.  The converted copy lives in ``<cache>/tabswift/hub/``.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import threading
 import urllib.error
@@ -39,9 +33,13 @@ DEFAULT_ENDPOINT = "https://huggingface.co"
 MANUAL = (f"download {FILENAME} from https://huggingface.co/{REPO_ID} on a machine with internet access, then run "
           f"`autogluon-maya-convert {FILENAME} out/` and pass checkpoint_path='out/'")
 TIMEOUT_ENV = "AUTOGLUON_MAYA_HUB_TIMEOUT"
-#: a bounded download with less time than this is not tried
-MIN_DOWNLOAD_S = 1.0
-DOWNLOAD_THREAD = "tabswift-hub-download"
+#: the hub revision downloads ask for, and the sha256 a released file must have to be converted.  None: the
+#: newest revision, any content (set both from a machine that reaches the hub; ``pinned_sha256`` reads
+#: ``$AUTOGLUON_MAYA_RELEASED_SHA256`` first, so a user can pin the file they audited)
+RELEASED_REVISION: Optional[str] = None
+RELEASED_SHA256: Optional[str] = None
+SHA256_ENV = "AUTOGLUON_MAYA_RELEASED_SHA256"
+PREFETCH_HINT = "run `autogluon-maya-prefetch` (or autogluon_maya.prefetch_weights()) once on a machine online"
 
 #: endpoint -> why the released file could not be had from it; kept for the life of the process
 _FAILED: Dict[str, str] = {}
@@ -107,29 +105,63 @@ def cached_released() -> Optional[Path]:
     return Path(cached) if isinstance(cached, str) and Path(cached).is_file() else None
 
 
-def locate_released(timeout: Optional[float] = None, download_within: Optional[float] = None) -> Tuple[Path, str]:
-    """``(converted checkpoint, how it was had)``, converting on first use.
+def pinned_sha256() -> Optional[str]:
+    """The sha256 a released file must have to be converted (``$AUTOGLUON_MAYA_RELEASED_SHA256``, else
+    ``RELEASED_SHA256``), or None where nothing is pinned."""
+    return (os.environ.get(SHA256_ENV, "").strip().lower() or RELEASED_SHA256 or None)
 
-    Raises ``ImportError`` (no huggingface_hub) or ``HubUnavailableError`` (offline, unreachable, the
-    download or the conversion failed, or took longer than ``download_within`` seconds, or one of those
-    happened earlier in this process).  ``timeout`` (default ``$AUTOGLUON_MAYA_HUB_TIMEOUT`` or 5 s) bounds
-    the connectivity check and the hub's metadata request; ``download_within`` (None or infinite: unbounded)
-    the download, and the check too where it is shorter."""
+
+def check_pinned(path: Path, how: str) -> None:
+    """Refuses (``HubUnavailableError``) a released file whose sha256 is not the pinned one."""
+    from .weights import sha256_file
+
+    want = pinned_sha256()
+    if want is None:
+        return
+    got = sha256_file(Path(path))
+    if got != want:
+        raise HubUnavailableError(f"{REPO_ID}/{FILENAME} ({how}) has sha256 {got}, not the pinned {want}: "
+                                  f"refused (another revision, or a changed file)")
+
+
+def locate_released(timeout: Optional[float] = None, download: bool = False) -> Tuple[Path, str]:
+    """``(converted checkpoint, how it was had)``, converting on first use: from our cache, the hub's local
+    cache, or (``download=True``) the hub itself, in the calling thread.
+
+    Raises ``ImportError`` (no huggingface_hub, where it is needed) or ``HubUnavailableError`` (not on this
+    machine and ``download`` is False; offline, unreachable, the download or the conversion failed, the file is
+    not the pinned one, or the hub failed earlier in this process).  ``timeout`` (default
+    ``$AUTOGLUON_MAYA_HUB_TIMEOUT`` or 5 s) bounds the connectivity check and the hub's metadata request."""
     from .released import ReleasedCheckpointError, convert, is_our_checkpoint
+    from .weights import read_checkpoint_info
 
     if timeout is None:
         timeout = float(os.environ.get(TIMEOUT_ENV, 5.0))
-    if download_within is not None and not math.isfinite(download_within):
-        download_within = None
     target = converted_path()
     if is_our_checkpoint(target):
-        return target, f"converted copy in {target.parent}"
+        source = read_checkpoint_info(target).get("metadata", {}).get("source", {}).get("sha256")
+        want = pinned_sha256()
+        if want is None or source == want:
+            return target, f"converted copy in {target.parent}"
     try:
         from huggingface_hub import constants, hf_hub_download
     except ImportError:
         raise ImportError(f"the authors' weights from the model hub need the optional package huggingface_hub "
                           f"(pip install 'autogluon_maya[hub]'); or {MANUAL}") from None
 
+    def converted(src: str, how: str) -> Tuple[Path, str]:
+        check_pinned(Path(src), how)
+        try:
+            return convert(src, target), how
+        except ReleasedCheckpointError as err:  # the converter refuses what the hub serves: say which tensor
+            raise HubUnavailableError(f"{REPO_ID}/{FILENAME} ({how}) could not be converted: {err}") from None
+
+    cached = cached_released()
+    if cached is not None:
+        logger.info(f"TabSwift: {REPO_ID}/{FILENAME} found in the local hub cache; converting it once into {target}")
+        return converted(str(cached), "found in the local Hugging Face hub cache")
+    if not download:
+        raise HubUnavailableError(f"{REPO_ID}/{FILENAME} is not on this machine; {PREFETCH_HINT}")
     # huggingface_hub reads HF_ENDPOINT / HF_HUB_OFFLINE when it is first imported
     endpoint = str(getattr(constants, "ENDPOINT", None) or DEFAULT_ENDPOINT).rstrip("/")
     if endpoint in _FAILED:
@@ -139,55 +171,27 @@ def locate_released(timeout: Optional[float] = None, download_within: Optional[f
         _FAILED[endpoint] = reason
         return HubUnavailableError(reason)
 
-    def converted(src: str, how: str) -> Tuple[Path, str]:
-        try:
-            return convert(src, target), how
-        except ReleasedCheckpointError as err:  # the converter refuses what the hub serves: say which tensor
-            raise failed(f"{REPO_ID}/{FILENAME} ({how}) could not be converted: {err}") from None
-
-    cached = cached_released()
-    if cached is not None:
-        logger.info(f"TabSwift: {REPO_ID}/{FILENAME} found in the local hub cache; converting it once into {target}")
-        return converted(str(cached), "found in the local Hugging Face hub cache")
     if _truthy("HF_HUB_OFFLINE") or bool(getattr(constants, "HF_HUB_OFFLINE", False)):
         raise HubUnavailableError(f"HF_HUB_OFFLINE is set and {REPO_ID}/{FILENAME} is not in the local "
                                   f"Hugging Face hub cache")
-    if download_within is not None and download_within < MIN_DOWNLOAD_S:  # remembered too: a bag's folds agree
-        raise failed(f"{max(download_within, 0.0):.1f} s of the fit's time for the download, less than "
-                     f"{MIN_DOWNLOAD_S:g} s")
-    reason = endpoint_reachable(f"{endpoint}/{REPO_ID}/resolve/main/{FILENAME}",
-                                timeout if download_within is None else min(timeout, download_within))
+    revision = RELEASED_REVISION or "main"
+    reason = endpoint_reachable(f"{endpoint}/{REPO_ID}/resolve/{revision}/{FILENAME}", timeout)
     if reason:
         raise failed(f"the model hub {endpoint} is unreachable ({reason})")
-    result: Dict[str, object] = {}
-
-    def download() -> None:
-        try:
-            # from the endpoint probed above
-            result["path"] = hf_hub_download(REPO_ID, FILENAME, etag_timeout=timeout, endpoint=endpoint)
-        except Exception as err:  # HTTP error, timeout, disk: all mean "no file"
-            result["error"] = err
-
-    # a thread even without a bound, so that both paths run the same code; the caller waits for it
-    worker = threading.Thread(target=download, daemon=True, name=DOWNLOAD_THREAD)
-    worker.start()
-    worker.join(download_within)
-    if worker.is_alive():
-        raise failed(f"the download of {REPO_ID}/{FILENAME} from {endpoint} did not finish within "
-                     f"{download_within:.1f} s (it goes on in the background, for a later process)")
-    if "error" in result:
-        err = result["error"]
+    try:
+        src = hf_hub_download(REPO_ID, FILENAME, revision=RELEASED_REVISION, etag_timeout=timeout, endpoint=endpoint)
+    except Exception as err:  # HTTP error, timeout, disk: all mean "no file"
         first = str(err).splitlines()[0] if str(err) else ""
         raise failed(f"could not download {REPO_ID}/{FILENAME} from {endpoint} ({type(err).__name__}: {first})")
-    src = str(result["path"])
     logger.info(f"TabSwift: downloaded {REPO_ID}/{FILENAME}; converting it once into {target}")
-    return converted(src, f"downloaded from {endpoint}")
+    return converted(str(src), f"downloaded from {endpoint}")
 
 
 def fetch_released(timeout: Optional[float] = None) -> Path:
-    """``checkpoint_path="hub"``: the converted released checkpoint, or an error saying what to do."""
+    """``checkpoint_path="hub"``: the converted released checkpoint (downloaded if needed), or an error saying
+    what to do."""
     try:
-        return locate_released(timeout)[0]
+        return locate_released(timeout, download=True)[0]
     except HubUnavailableError as err:
         raise HubUnavailableError(f"checkpoint_path='hub': {err.reason}") from None
 

@@ -37,9 +37,6 @@ TAU_CANDIDATES = (0.99, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5)
 #: set in params_trained when "auto" (or the environment variable) chose the weights: why, for the refit
 #: that loads the same weights by their explicit name (``sources.WeightsChoice.replay``)
 CHOICE_KEY = "checkpoint_chosen"
-#: the share of a fit's remaining time checkpoint_path="auto" may spend downloading the released weights; a
-#: download that needs longer is not worth this fit (it finishes in the background, hub.py)
-DOWNLOAD_SHARE = 0.1
 #: set in params_trained by a fine_tune="auto" fit, beside fine_tune (True/False) and fine_tune_steps, so a refit
 #: without validation rows (refit_full, a bag's all-rows model) repeats the decision and says so.  The text
 #: depends on the outcome only: a bag compresses its folds' params_trained by majority vote, and equal texts
@@ -184,14 +181,14 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     def _get_default_stopping_metric(self):
         return self.eval_metric
 
-    def weights_choice(self, download_within: Optional[float] = None):
+    def weights_choice(self):
         """The weights to load and why (``sources.choose_weights``): ``"auto"`` (default) = the authors'
-        released weights when they can be had (a download taking at most ``download_within`` seconds), else
-        the shipped checkpoint; ``"shipped"``/None, ``"hub"``, a path; ``$AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT``
+        released weights when they are on this machine (``autogluon_maya.prefetch_weights()`` puts them there),
+        else the shipped checkpoint; ``"shipped"``/None, ``"hub"``, a path; ``$AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT``
         replaces ``"auto"`` and None."""
         from .sources import choose_weights
 
-        return choose_weights(self._get_model_params().get("checkpoint_path"), download_within)
+        return choose_weights(self._get_model_params().get("checkpoint_path"))
 
     def checkpoint_path(self) -> Path:
         """Our checkpoint to load (see ``weights_choice``)."""
@@ -213,8 +210,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         if kwargs.get("sample_weight") is not None:  # in-context learning has no loss to weight
             logger.log(30, "\tWarning: TabSwift ignores sample_weight: every context row counts the same")
 
-        # "auto" may download the released weights (33 MB, once): with a time limit, for a tenth of what is left
-        choice = self.weights_choice(None if budget.limit is None else DOWNLOAD_SHARE * budget.remaining())
+        choice = self.weights_choice()  # "auto" reads this machine's caches only: no fit waits for a network
         path = choice.path
         network = load_checkpoint(path).to(device)  # verifies the sha256 recorded below
         weights = choice.record()

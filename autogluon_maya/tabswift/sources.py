@@ -4,21 +4,26 @@
 value              weights
 =================  ===========================================================================
 ``"auto"``         the authors' released weights (``LAMDA-Tabular/TabSwift`` ``swift.ckpt``) when
-(default)          they can be had -- converted in our cache, in the local Hugging Face hub cache,
-                   or downloadable now (``hub.locate_released``) -- else the shipped checkpoint
+(default)          they are on this machine -- converted in our cache (``prefetch_weights``), or in
+                   the local Hugging Face hub cache -- else the shipped checkpoint; never the
+                   network, and the same answer for the rest of the process
 ``"shipped"``      the checkpoint inside the package (``defaults.SHIPPED_CHECKPOINT``)
 ``None``           the shipped checkpoint: what ``None`` meant before ``"auto"`` existed, so a
                    hyperparameter dict saved from an older model still names the same weights
-``"hub"``          the released weights, or an error (``hub.fetch_released``)
+``"hub"``          the released weights, downloaded if needed, or an error (``hub.fetch_released``)
 a path             one of our checkpoints, a folder holding one, or a released-format file
 =================  ===========================================================================
 
 ``$AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT`` (any of the values above) replaces ``"auto"`` and ``None``;
 an explicit ``"shipped"``, ``"hub"`` or path wins over it.
 
-Why "auto" falls back instead of failing: it is the default, so a machine without network access or
-without ``huggingface_hub`` must still get a working model -- with the reason logged and recorded in
-the model's info (``WeightsChoice.record``), never silently.
+Why "auto" reads only this machine: a fit must neither wait for a network that is not there nor load other
+weights in one fold of a bag than in the next because a download finished in between.  On a machine online,
+``autogluon-maya-prefetch`` (or ``autogluon_maya.prefetch_weights()``) fetches and converts the released file
+once, pinned to ``hub.RELEASED_REVISION`` and checked against ``hub.RELEASED_SHA256`` where those are set;
+after it, "auto" takes the released weights.  Offline, "auto" takes the shipped checkpoint and says why
+(``WeightsChoice.record``, the model's info).  The first answer "auto" gives in a process is kept for the
+rest of it (a bag's folds and refits agree; ``prefetch_weights`` starts over).
 """
 
 from __future__ import annotations
@@ -60,11 +65,41 @@ class WeightsChoice:
         return out
 
 
-def _released_or_shipped(requested: str, download_within: Optional[float]) -> WeightsChoice:
+#: the weights "auto" chose in this process, per (our cache, the hub's cache): later fits repeat the choice
+_AUTO_CHOICE: Dict[tuple, "WeightsChoice"] = {}
+
+
+def forget_auto_choice() -> None:
+    """The next "auto" looks at the caches again (``hub.prefetch_weights`` calls it)."""
+    _AUTO_CHOICE.clear()
+
+
+def _caches() -> tuple:
+    from .released import cache_dir
+
+    try:
+        from huggingface_hub import constants
+        hub_cache = str(getattr(constants, "HF_HUB_CACHE", ""))
+    except ImportError:
+        hub_cache = ""
+    return str(cache_dir()), hub_cache
+
+
+def _released_or_shipped(requested: str) -> WeightsChoice:
+    key = _caches()
+    if key in _AUTO_CHOICE:
+        kept = _AUTO_CHOICE[key]
+        return WeightsChoice(kept.path, kept.source, requested, kept.reason, kept.replay, kept.fallback)
+    choice = _look_on_this_machine(requested)
+    _AUTO_CHOICE[key] = choice
+    return choice
+
+
+def _look_on_this_machine(requested: str) -> WeightsChoice:
     from .hub import HubUnavailableError, locate_released
 
     try:
-        path, how = locate_released(download_within=download_within)
+        path, how = locate_released(download=False)
     except ImportError:
         reason = "huggingface_hub is not installed (pip install 'autogluon_maya[hub]')"
     except HubUnavailableError as err:
@@ -105,10 +140,8 @@ def resolve_checkpoint(path: Any) -> Path:
     return p  # load_checkpoint reports what is missing
 
 
-def choose_weights(requested: Any, download_within: Optional[float] = None) -> WeightsChoice:
-    """Resolve a ``checkpoint_path`` value (see the module docstring) to the weights to load.
-    ``download_within``: the seconds ``"auto"`` may spend downloading the released weights (None: no bound);
-    ``"hub"`` asks for them explicitly and is not bounded."""
+def choose_weights(requested: Any) -> WeightsChoice:
+    """Resolve a ``checkpoint_path`` value (see the module docstring) to the weights to load."""
     from .hub import fetch_released
 
     if isinstance(requested, str) and not requested.strip():
@@ -119,7 +152,7 @@ def choose_weights(requested: Any, download_within: Optional[float] = None) -> W
         requested, label = env, f"${ENV}={env}"
     value = SHIPPED if requested is None else str(requested)
     if value == AUTO:
-        return _released_or_shipped(label, download_within)
+        return _released_or_shipped(label)
     if value == SHIPPED:
         return WeightsChoice(SHIPPED_CHECKPOINT, SHIPPED_SOURCE, label, "the checkpoint shipped in the package",
                              replay=SHIPPED)
@@ -128,4 +161,38 @@ def choose_weights(requested: Any, download_within: Optional[float] = None) -> W
     return WeightsChoice(resolve_checkpoint(requested), PATH_SOURCE, label, "a checkpoint named by path")
 
 
-__all__ = ["AUTO", "ENV", "HUB", "SHIPPED", "WeightsChoice", "choose_weights", "resolve_checkpoint"]
+def prefetch_weights(timeout: Optional[float] = None) -> Path:
+    """Download (if needed) and convert the authors' released weights, so that ``checkpoint_path="auto"`` (the
+    default) uses them in later fits without any network access; returns the converted checkpoint.  Forgets
+    earlier failures and the weights ``"auto"`` chose before in this process."""
+    from .hub import forget_failures, locate_released
+
+    forget_failures()
+    forget_auto_choice()
+    return locate_released(timeout, download=True)[0]
+
+
+def prefetch_main(argv=None) -> int:
+    """``autogluon-maya-prefetch``: fetch and convert the released TabSwift weights; prints the checkpoint."""
+    import argparse
+    import logging
+
+    from .hub import FILENAME, REPO_ID, HubUnavailableError
+
+    parser = argparse.ArgumentParser(prog="autogluon-maya-prefetch", description=(
+        f"Download {REPO_ID}/{FILENAME} (unless it is already on this machine) and convert it once, so that "
+        f"TABSWIFT's checkpoint_path='auto' uses it offline."))
+    parser.add_argument("--timeout", type=float, default=None, help="seconds the hub must answer within")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        path = prefetch_weights(args.timeout)
+    except (HubUnavailableError, ImportError) as err:
+        print(f"error: {err}")
+        return 1
+    print(path)
+    return 0
+
+
+__all__ = ["AUTO", "ENV", "HUB", "SHIPPED", "WeightsChoice", "choose_weights", "forget_auto_choice",
+           "prefetch_main", "prefetch_weights", "resolve_checkpoint"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple, Union
 
@@ -48,19 +49,33 @@ def sha256_file(path: Path) -> str:
 
 def save_checkpoint(network: TabSwiftNetwork, path: PathLike,
                     metadata: Optional[Dict[str, Any]] = None) -> Tuple[Path, Path]:
-    """Write weights then JSON (each via a temporary file + rename, so a crash leaves no half file)."""
+    """Write weights then JSON, each to a temporary file of its own in the target's folder and then renamed onto
+    the target: a crash leaves no half file, and two processes writing the same checkpoint at once (two fits
+    converting the released weights into a shared cache) never write into one file; the last rename wins, and
+    both write the same content.  The JSON's sha256 is that of the weights this call wrote."""
     weights, meta = checkpoint_paths(path)
     weights.parent.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().to("cpu").contiguous() for k, v in network.state_dict().items()}
-    tmp = weights.with_name(weights.name + ".tmp")
-    save_file(tensors, str(tmp), metadata={"format": "pt"})
-    os.replace(tmp, weights)
-    info = {"format": FORMAT, "format_version": FORMAT_VERSION, "config": network.config.to_dict(),
-            "sha256": sha256_file(weights), "weights_file": weights.name, "metadata": metadata or {}}
-    tmp = meta.with_name(meta.name + ".tmp")
-    tmp.write_text(json.dumps(info, indent=2, sort_keys=True))
-    os.replace(tmp, meta)
+    tmp = _temporary(weights)
+    try:
+        save_file(tensors, str(tmp), metadata={"format": "pt"})
+        digest = sha256_file(tmp)
+        os.replace(tmp, weights)
+        info = {"format": FORMAT, "format_version": FORMAT_VERSION, "config": network.config.to_dict(),
+                "sha256": digest, "weights_file": weights.name, "metadata": metadata or {}}
+        tmp = _temporary(meta)
+        tmp.write_text(json.dumps(info, indent=2, sort_keys=True))
+        os.replace(tmp, meta)
+    finally:
+        tmp.unlink(missing_ok=True)  # only where a step failed before its rename
     return weights, meta
+
+
+def _temporary(target: Path) -> Path:
+    """A new, empty file beside ``target`` whose name no other writer uses."""
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    os.close(fd)
+    return Path(name)
 
 
 def read_checkpoint_info(path: PathLike) -> Dict[str, Any]:

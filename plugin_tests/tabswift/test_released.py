@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import threading
 import time
 import warnings
@@ -39,12 +38,16 @@ CLOSED_PORT = "http://127.0.0.1:9"  # nothing listens there: any network use fai
 
 @pytest.fixture(autouse=True)
 def _no_remembered_hub_failures():
-    """Failed hub attempts are remembered for the process; every test starts and ends without any."""
+    """Failed hub attempts and the weights "auto" chose are remembered for the process; every test starts and
+    ends without either."""
     from autogluon_maya.tabswift.hub import forget_failures
+    from autogluon_maya.tabswift.sources import forget_auto_choice
 
     forget_failures()
+    forget_auto_choice()
     yield
     forget_failures()
+    forget_auto_choice()
 
 
 @pytest.fixture
@@ -491,8 +494,9 @@ def test_auto_falls_back_to_the_shipped_weights_within_seconds(nothing_cached, m
     from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
     from autogluon_maya.tabswift.sources import choose_weights
 
-    expected = {"HF_HUB_OFFLINE": "HF_HUB_OFFLINE is set and LAMDA-Tabular/TabSwift/swift.ckpt is not in the local",
-                "closed_port": f"the model hub {CLOSED_PORT} is unreachable (",
+    expected = {"HF_HUB_OFFLINE": "LAMDA-Tabular/TabSwift/swift.ckpt is not on this machine; run "
+                                  "`autogluon-maya-prefetch`",
+                "closed_port": "LAMDA-Tabular/TabSwift/swift.ckpt is not on this machine; run `autogluon-maya-prefetch`",
                 "no_huggingface_hub": "huggingface_hub is not installed"}[case]
     if case == "HF_HUB_OFFLINE":
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -543,12 +547,12 @@ class DeadHub:
         self.thread.join(5)
 
 
-def test_bagged_auto_fit_asks_the_hub_once_and_records_the_shipped_weights(nothing_cached, monkeypatch, caplog,
-                                                                          tmp_path):
-    """A 2-fold bag fits three models (two folds, then refit_folds' model on all rows): the first asks the hub,
-    the second remembers the failure, the third loads what the folds loaded by name, and so does refit_full's
-    model after it.  The log says which weights and why; the kept models' info records source, sha256 and the
-    decision they repeat."""
+def test_bagged_auto_fit_never_asks_the_hub_and_records_the_shipped_weights(nothing_cached, monkeypatch, caplog,
+                                                                           tmp_path):
+    """A 2-fold bag fits three models (two folds, then refit_folds' model on all rows), and refit_full one more:
+    "auto" with nothing on this machine takes the shipped weights in each without a single connection to the
+    hub (a listening port that counts them), the refits by name.  The log says which weights and why; the kept
+    models' info records source, sha256 and the decision they repeat."""
     from huggingface_hub import constants
 
     from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
@@ -562,22 +566,21 @@ def test_bagged_auto_fit_asks_the_hub_once_and_records_the_shipped_weights(nothi
         predictor.refit_full()  # one more model, from the kept one's hyperparameters and params_trained
     finally:
         hub.close()
-    assert hub.connections == 1
-    unreachable = f"checkpoint_path='auto': the authors' released weights are not available (the model hub {hub.url} " \
-                  f"is unreachable ("
+    assert hub.connections == 0
+    absent = "checkpoint_path='auto': the authors' released weights are not available (LAMDA-Tabular/TabSwift/" \
+             "swift.ckpt is not on this machine"
     assert caplog.text.count("TabSwift weights: shipped") == 3
-    assert caplog.text.count(unreachable) == 3  # the first fold, the second (remembered), the refit (repeating)
-    assert "(an earlier attempt in this process; not retried)" in caplog.text
+    assert caplog.text.count(absent) == 3  # the first fold, the second, the refit (repeating)
     children = predictor.model_info("TabSwift_BAG_L1")["children_info"]
     (child,) = children.values()
     weights = child["tabswift_weights"]
     assert weights["source"] == "shipped" and weights["requested"] == "shipped"
     assert weights["sha256"] == _sha256(SHIPPED_CHECKPOINT.with_suffix(".safetensors"))
-    assert weights["repeats"].startswith(unreachable)
+    assert weights["repeats"].startswith(absent)
     assert child["hyperparameters"]["checkpoint_path"] == "shipped"  # given to it by name
     (full,) = predictor.model_info("TabSwift_BAG_L1_FULL")["children_info"].values()
     assert full["hyperparameters"]["checkpoint_path"] == "shipped"  # and passed on by name
-    assert full["tabswift_weights"]["repeats"].startswith(unreachable)
+    assert full["tabswift_weights"]["repeats"].startswith(absent)
 
 
 def test_auto_uses_the_released_weights_in_the_local_hub_cache(nothing_cached, monkeypatch, caplog, tmp_path):
@@ -586,7 +589,7 @@ def test_auto_uses_the_released_weights_in_the_local_hub_cache(nothing_cached, m
     converts and uses it, says so, and records both digests; afterwards the converted copy is used."""
     from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
     from autogluon_maya.tabswift.hub import FILENAME, REPO_ID
-    from autogluon_maya.tabswift.sources import choose_weights
+    from autogluon_maya.tabswift.sources import choose_weights, forget_auto_choice
 
     src = write_authors_ckpt(tmp_path / "swift.ckpt", seed=5)
     _prefill_hub_cache(nothing_cached, src, REPO_ID, FILENAME)
@@ -605,6 +608,9 @@ def test_auto_uses_the_released_weights_in_the_local_hub_cache(nothing_cached, m
     assert torch.equal(model.model.network.blocks[0].gate.weight,
                        expected["icl_predictor.tf_icl.blocks.0.attn.attn_gate.weight"])
 
+    again = choose_weights("auto")  # the process's first answer, kept
+    assert (again.path, again.source) == (converted, "released") and "hub cache" in again.reason
+    forget_auto_choice()  # as a later process: the converted copy
     again = choose_weights("auto")
     assert (again.path, again.source) == (converted, "released") and "converted copy in" in again.reason
     # the explicit choices stay explicit; None is the shipped checkpoint
@@ -699,95 +705,81 @@ def _serve_from(monkeypatch, url: str) -> None:
     monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", url + "/{repo_id}/resolve/{revision}/{filename}")
 
 
-def test_auto_gives_up_a_download_that_outlasts_its_share_of_the_time_limit(nothing_cached, monkeypatch):
-    """checkpoint_path="auto" in a fit with a 20 s limit (on a clock that stands still) may download for a
-    tenth of it: the hub answers but serves too slowly, so the fit takes the shipped weights after about two
-    seconds and says why.  The next fit in the process (a bag's next fold) loads the same shipped weights
-    without asking the hub again."""
-    import huggingface_hub
+def test_prefetch_downloads_once_and_auto_then_uses_the_released_weights_offline(nothing_cached, monkeypatch,
+                                                                                 tmp_path, capsys):
+    """Before: "auto" takes the shipped weights and asks the hub nothing.  ``autogluon-maya-prefetch`` downloads
+    swift.ckpt (a local hub serves a stand-in written by the authors' module) in its own call and converts it;
+    the same process's next "auto" uses it, and so does one whose hub is then gone."""
+    from autogluon_maya import prefetch_weights
+    from autogluon_maya.tabswift.sources import prefetch_main as main
+    from autogluon_maya.tabswift.sources import choose_weights, forget_auto_choice
 
-    from autogluon_maya import TabSwiftModel
-    from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
-
-    hub = SlowHub()  # answers the reachability probe
-    _serve_from(monkeypatch, hub.url)
-    released, downloads = threading.Event(), []
-
-    def slow_download(*args, **kwargs):  # a download that lasts until the test ends, then fails
-        downloads.append(kwargs.get("endpoint"))
-        released.wait(60)
-        raise ConnectionError("the test is over")
-
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", slow_download)
-    df = _binary_frame(120)
-    X, y = df.drop(columns="y"), (df["y"] == "pos").astype(int)
-    hp = {"checkpoint_path": "auto", "n_estimators": 1, "max_context_rows": 64, "fine_tune": False}
-    try:
-        reasons, requests = [], []
-        for name in ("first", "second"):
-            model = TabSwiftModel(path=str(nothing_cached.parent / name), name=name, problem_type="binary",
-                                  hyperparameters=hp)
-            model._budget_clock = lambda: 0.0
-            model.fit(X=X, y=y, time_limit=20, num_cpus=1, num_gpus=0)
-            weights = model.get_info()["tabswift_weights"]
-            assert (weights["source"], Path(weights["file"]).stem) == ("shipped", SHIPPED_CHECKPOINT.name)
-            reasons.append(weights["reason"])
-            requests.append(hub.requests())
-    finally:
-        released.set()
-        hub.close()
-    # a tenth of the limit _fit was given (AutoGluon's fit takes its own preparation off the 20 s)
-    assert re.search(r"from http://127\.0\.0\.1:\d+ did not finish within (1\.\d|2\.0) s \(it goes on in the "
-                     r"background", reasons[0]), reasons[0]
-    assert reasons[1].endswith("(an earlier attempt in this process; not retried))"), reasons[1]
-    assert downloads == [hub.url] and requests[1] == requests[0]  # the second fit asked the hub nothing
-
-
-def test_a_download_left_to_finish_in_the_background_serves_a_later_process(nothing_cached, monkeypatch, tmp_path):
-    """The released file arrives 1.2 s after a 1 s bound: this process keeps the shipped weights (a bag's folds
-    must agree), and the file the download left in the hub's local cache is converted and loaded by a later
-    process (here: after forgetting the failure) without asking the hub again."""
-    from autogluon_maya.tabswift.hub import DOWNLOAD_THREAD, forget_failures
-    from autogluon_maya.tabswift.sources import choose_weights
-
-    body = write_authors_ckpt(tmp_path / "swift.ckpt").read_bytes()
-    hub = SlowHub(body=body, delay=1.2)
+    src = write_authors_ckpt(tmp_path / "swift.ckpt", seed=4)
+    hub = SlowHub(body=src.read_bytes())
     _serve_from(monkeypatch, hub.url)
     try:
-        first = choose_weights("auto", download_within=1.0)
-        for t in threading.enumerate():
-            if t.name == DOWNLOAD_THREAD:
-                t.join(60)
-        same_process = choose_weights("auto", download_within=1.0)
-        seen = hub.requests()
-        forget_failures()
-        later = choose_weights("auto", download_within=1.0)
+        before = choose_weights("auto")
+        asked_before = hub.requests()
+        assert main([]) == 0
+        converted = Path(capsys.readouterr().out.strip().splitlines()[-1])
+        after = choose_weights("auto")
+        asked = hub.requests()
+        assert prefetch_weights() == converted  # already there: no second download
     finally:
         hub.close()
-    assert first.source == "shipped" and "did not finish within 1.0 s" in first.reason, first.reason
-    assert same_process.source == "shipped" and "not retried" in same_process.reason
-    assert later.source == "released" and "found in the local Hugging Face hub cache" in later.reason, later.reason
-    assert hub.requests() == seen
-    assert load_checkpoint(later.path).config.n_layers == SMALL_CONFIG["icl_num_blocks"]
+    assert before.source == "shipped" and asked_before == 0
+    assert asked > 0 and hub.requests() == asked
+    assert threading.active_count() < 50 and not [t for t in threading.enumerate() if "download" in t.name]
+    assert (after.path, after.source) == (converted, "released") and "converted copy in" in after.reason
+    assert read_checkpoint_info(converted)["metadata"]["source"]["sha256"] == _sha256(src)
+    forget_auto_choice()  # a later process: the hub is gone, the converted copy serves
+    assert choose_weights("auto").path == converted
 
 
-def test_auto_without_time_for_a_download_asks_no_hub(nothing_cached, monkeypatch):
-    """Less than a second for the download: no request at all, remembered like a failure (so a bag's other folds
-    load the same weights); once forgotten, an infinite bound counts as none and the hub is asked."""
-    from autogluon_maya.tabswift.hub import forget_failures
-    from autogluon_maya.tabswift.sources import choose_weights
+def test_auto_keeps_its_first_answer_for_the_process(nothing_cached, monkeypatch, tmp_path):
+    """The released file lands in the hub's local cache after a first "auto" chose the shipped weights (another
+    process fetched it): the rest of this process (a bag's next folds) still takes the shipped ones, and a
+    prefetch in this process makes "auto" look again."""
+    from autogluon_maya.tabswift.hub import FILENAME, REPO_ID
+    from autogluon_maya.tabswift.sources import choose_weights, prefetch_weights
 
-    hub = DeadHub()
-    _serve_from(monkeypatch, hub.url)
+    first = choose_weights("auto")
+    _prefill_hub_cache(nothing_cached, write_authors_ckpt(tmp_path / "swift.ckpt"), REPO_ID, FILENAME)
+    second = choose_weights("auto")
+    assert first.source == second.source == "shipped"
+    prefetch_weights()  # converts the cached file; no network needed
+    assert choose_weights("auto").source == "released"
+
+
+@pytest.mark.parametrize("how", ["download", "hub_cache"])
+def test_a_released_file_that_is_not_the_pinned_one_is_refused(nothing_cached, monkeypatch, tmp_path, how):
+    """With a sha256 pinned, a downloaded or cached swift.ckpt with other content is never converted: "hub" fails
+    naming both digests, "auto" falls back to the shipped weights; the pinned file itself converts."""
+    from autogluon_maya.tabswift import hub as hub_module
+    from autogluon_maya.tabswift.hub import FILENAME, REPO_ID, HubUnavailableError
+    from autogluon_maya.tabswift.sources import choose_weights, forget_auto_choice
+
+    src = write_authors_ckpt(tmp_path / "swift.ckpt", seed=6)
+    changed = tmp_path / "changed" / "swift.ckpt"
+    changed.parent.mkdir()
+    changed.write_bytes(src.read_bytes() + b"\0")
+    monkeypatch.setattr(hub_module, "RELEASED_SHA256", _sha256(src))
+    server = None
+    if how == "download":
+        server = SlowHub(body=changed.read_bytes())
+        _serve_from(monkeypatch, server.url)
+    else:
+        _prefill_hub_cache(nothing_cached, changed, REPO_ID, FILENAME)
     try:
-        short = choose_weights("auto", download_within=-0.4)  # a spent budget
-        next_fold = choose_weights("auto", download_within=100.0)
-        assert hub.connections == 0
-        forget_failures()
-        unbounded = choose_weights("auto", download_within=float("inf"))
+        with pytest.raises(HubUnavailableError, match=f"has sha256 {_sha256(changed)}, not the pinned {_sha256(src)}"):
+            resolve_checkpoint("hub")
+        assert choose_weights("auto").source == "shipped"
     finally:
-        hub.close()
-    assert short.source == "shipped" and "0.0 s of the fit's time for the download, less than 1 s" in short.reason
-    assert next_fold.source == "shipped" and "not retried" in next_fold.reason
-    assert unbounded.source == "shipped" and f"the model hub {hub.url} is unreachable" in unbounded.reason
-    assert hub.connections == 1
+        if server is not None:
+            server.close()
+    assert not (tmp_path / "cache" / "tabswift" / "hub").exists() or not any((tmp_path / "cache" / "tabswift" /
+                                                                               "hub").iterdir())
+    monkeypatch.setenv("AUTOGLUON_MAYA_RELEASED_SHA256", _sha256(changed))  # a user pins the file they audited
+    forget_auto_choice()
+    if how == "hub_cache":
+        assert choose_weights("auto").source == "released"

@@ -15,11 +15,21 @@ the last block.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
+import numpy as np
 import torch
 
 from .network import CLASSIFICATION, REGRESSION, TabSwiftNetwork, check_task
+
+
+def target_scale(y) -> Tuple[float, float]:
+    """The mean and (population) standard deviation that standardise regression targets, from the context's labels:
+    the one rule of every place that feeds targets to the network (the cached engine, fine-tuning episodes, the
+    exit heads' episodes), as the network was pretrained.  A constant target is only shifted (std 1)."""
+    a = y.detach().double().cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y, dtype=np.float64)
+    mean, std = float(a.mean()), float(a.std())
+    return mean, (std if std > 1e-12 * (1.0 + abs(mean)) else 1.0)
 
 
 @dataclass
@@ -103,11 +113,8 @@ class TabSwiftEngine:
             if not 1 <= n_classes <= self.net.config.max_classes:
                 raise ValueError(f"n_classes={n_classes} outside [1, C_max={self.net.config.max_classes}]")
         else:
-            y = y.double()
-            y_mean, y_std = float(y.mean()), float(y.std(unbiased=False))
-            if not y_std > 1e-12 * (1.0 + abs(y_mean)):  # constant target: shift only
-                y_std = 1.0
-            y = ((y - y_mean) / y_std).to(x.dtype)
+            y_mean, y_std = target_scale(y)
+            y = ((y.double() - y_mean) / y_std).to(x.dtype)
             n_classes = None
 
         h = self.net.context_tokens(x.unsqueeze(0), y.unsqueeze(0), task)

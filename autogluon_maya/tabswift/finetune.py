@@ -37,6 +37,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .engine import target_scale
 from .ensemble import TabSwiftEnsemble, shift_labels
 from .network import CLASSIFICATION
 
@@ -104,8 +105,8 @@ def episode_probe(ens: TabSwiftEnsemble, rows: int, seed: int) -> Callable[[], N
     if ens.task == CLASSIFICATION:
         ys = torch.as_tensor(ys % net.config.max_classes, dtype=torch.long, device=device)
     else:
-        ys = torch.as_tensor((ys - ys.mean()) / (ys.std() if ys.std() > 1e-12 else 1.0), dtype=torch.float32,
-                             device=device)
+        mean, std = target_scale(ys)
+        ys = torch.as_tensor((ys - mean) / std, dtype=torch.float32, device=device)
     xs, xq = (torch.as_tensor(a, dtype=torch.float32, device=device) for a in (xs, xq))
 
     def run() -> None:
@@ -122,7 +123,7 @@ def episode_loss(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int, dev
     if ens.task == CLASSIFICATION:
         out = net(t(xs), t(ys, torch.long), t(xq), CLASSIFICATION).prediction[:, :ens.n_classes_]
         return F.cross_entropy(out.float(), t(yq, torch.long))
-    mean, std = ys.mean(), ys.std() if ys.std() > 1e-12 else 1.0
+    mean, std = target_scale(ys)
     pred = net(t(xs), t((ys - mean) / std), t(xq), ens.task).prediction.float()
     target = t((yq - mean) / std)
     return F.mse_loss(pred, target) + F.l1_loss(pred, target)
@@ -364,7 +365,7 @@ def exit_episode_loss(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int
         target = t(yq, torch.long)
     else:
         n_classes = torch.tensor([0], device=device)
-        mean, std = ys.mean(), ys.std() if ys.std() > 1e-12 else 1.0
+        mean, std = target_scale(ys)
         out = net(t(xs), t((ys - mean) / std), t(xq), ens.task, return_layers=True)
         target = t((yq - mean) / std)
     # one episode is a batch of one task for the shared losses

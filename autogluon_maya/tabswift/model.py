@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,19 @@ FINE_TUNE_CHOICE_KEY = "fine_tune_chosen"
 AUTO_CHOICES = {True: "fine_tune='auto' kept the fine-tuned weights on validation",
                 False: "fine_tune='auto' kept the zero-shot weights"}
 FINE_TUNE_MODES = (True, False, "auto")
+
+
+class FitPlan(NamedTuple):
+    """What one TabSwift fit does (``TabSwiftModel._plan``)."""
+    task: str  # network.CLASSIFICATION or network.REGRESSION
+    has_val: bool  # validation rows given: decisions are made on them
+    mode: object  # fine-tuning: True, False or "auto"
+    tau: object  # the early exit asked for: None, "auto" or a threshold
+    wants_exit: bool  # exit heads are worth training (an explicit τ, or "auto" with validation rows)
+    headless: bool  # the checkpoint has no exit heads
+    prior_share: Optional[float]  # a refit: the share of the fits it replaces that fell back to the prior
+    prior_basis: str  # what that share was taken over
+    prior_refit: bool  # a refit repeating a fall-back to the prior
 
 
 def replay_steps(p: dict) -> int:
@@ -198,30 +211,56 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
     def _fit(self, X: pd.DataFrame, y: pd.Series, X_val: Optional[pd.DataFrame] = None,
              y_val: Optional[pd.Series] = None, time_limit: Optional[float] = None, num_cpus: int = 1,
              num_gpus: float = 0, verbosity: int = 2, **kwargs):
-        from ..common.training import torch_threads
-        from .ensemble import TabSwiftEnsemble
-        from .network import CLASSIFICATION
-        from .network import REGRESSION as REG_TASK
-        from .weights import load_checkpoint
-
+        """The fit's steps: the weights (``_load_weights``), the plan (``_plan``: fine-tuning mode, τ, whether a
+        refit repeats a fall-back to the prior), the preprocessing and the context (``_build_context``), the
+        thread count, fine-tuning (``_fine_tune``), the exit heads and τ (``_early_exit``), the check against the
+        prior (``_prior_step``), and the record a refit repeats (``_record_for_refits``)."""
         budget = self._fit_budget(time_limit)
         p = self._get_model_params()
         seed, device = self._start_torch_fit(p, num_cpus, num_gpus)
         if kwargs.get("sample_weight") is not None:  # in-context learning has no loss to weight
             logger.log(30, "\tWarning: TabSwift ignores sample_weight: every context row counts the same")
+        network, choice, weights = self._load_weights(p, device)
+        plan = self._plan(p, X_val, y_val, network)
+        self.model = ens = self._build_context(network, self.preprocess(X, is_train=True), np.asarray(y), p, plan,
+                                               seed)
+        summary: Dict = {"context_rows": len(ens.y_context_), "members": len(ens.members_),
+                         "checkpoint": str(choice.path), "weights": weights}
+        trains = (plan.mode is True) or (plan.mode == "auto" and plan.has_val) or (plan.wants_exit and plan.headless)
+        threads, probe_seconds = self._choose_threads(ens, p, seed, num_cpus, device, summary, trains=trains)
+        score_fn, y_val_np = self._validation_score(X_val, y_val, threads) if plan.has_val else (None, None)
+        # a step is episodes_per_step episodes, forward + backward (~3 forwards each); without this the
+        # first step, whose duration is not known yet, could start just before the deadline
+        first_step = 3.0 * int(p["fine_tune_episodes_per_step"]) * probe_seconds
+        summary["fine_tune_decision"] = self._fine_tune(ens, p, plan, score_fn, budget, time_limit, first_step, seed,
+                                                        summary)
+        self._early_exit(ens, p, plan, score_fn, budget, time_limit, first_step, seed, summary)
+        summary["prior_check"] = self._prior_step(np.asarray(y), y_val_np, plan, summary, score_fn, budget)
+        self._record_for_refits(p, choice, plan.mode, summary)
+        self._fit_summary = summary
+
+    def _load_weights(self, p: Dict, device) -> tuple:
+        """Step 1: (the network on ``device``, the ``WeightsChoice``, its record for the model's info), logged."""
+        from .weights import load_checkpoint
 
         choice = self.weights_choice()  # "auto" reads this machine's caches only: no fit waits for a network
-        path = choice.path
-        network = load_checkpoint(path).to(device)  # verifies the sha256 recorded below
+        network = load_checkpoint(choice.path).to(device)  # verifies the sha256 recorded below
         weights = choice.record()
         if p.get(CHOICE_KEY):  # a refit (refit_full, refit_folds) repeating the decision of the fit it replaces
             weights["repeats"] = p[CHOICE_KEY]
-        logger.log(20, f"\tTabSwift weights: {choice.source}, {describe_checkpoint(path)}; sha256 "
+        logger.log(20, f"\tTabSwift weights: {choice.source}, {describe_checkpoint(choice.path)}; sha256 "
                        f"{weights['sha256'][:16]}...; checkpoint_path={choice.requested!r}: {choice.reason}"
                        + (f" (repeating: {p[CHOICE_KEY]})" if p.get(CHOICE_KEY) else ""))
-        X = self.preprocess(X, is_train=True)
-        task = CLASSIFICATION if self.problem_type in (BINARY, MULTICLASS) else REG_TASK
-        tau = p["tau"]
+        return network, choice, weights
+
+    def _plan(self, p: Dict, X_val, y_val, network) -> "FitPlan":
+        """Step 2: what this fit will do, from its settings and data: the fine-tuning mode (True, False, "auto"),
+        the τ asked for, and for a refit (no validation rows) whether it repeats a fall-back to the prior (then
+        nothing is fine-tuned and nothing exits early).  Exit heads are worth training only if early exit can be
+        used: an explicit τ, or "auto" with validation rows to choose it on."""
+        from .network import CLASSIFICATION
+        from .network import REGRESSION as REG_TASK
+
         has_val = X_val is not None and y_val is not None and len(X_val) > 0
         mode = p["fine_tune"]
         if isinstance(mode, str) or mode is None:  # None: False, as before "auto" existed
@@ -229,60 +268,66 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         if mode not in FINE_TUNE_MODES:
             raise ValueError(f"TabSwift fine_tune must be True, False or 'auto', got {p['fine_tune']!r}")
         mode = mode if mode == "auto" else bool(mode)  # 0 / 1 / numpy bools as False / True
-        # a refit (no validation rows) of a fit, or of a bag most of whose checked folds, that fell back to the
-        # prior predicts the prior too: nothing to fine-tune or to exit early with
         share, share_basis = (None, "") if has_val else self._prior_share_of_checked(p)
         prior_refit = share is not None and share > 0.5
-        if prior_refit:
-            mode, tau = False, None
-        # heads are worth training only if early exit can be used: an explicit tau, or "auto" with
-        # validation rows to choose it on
-        wants_exit = tau is not None and (tau != "auto" or has_val)
-        headless = network.n_exit_layers == 0  # e.g. the authors' released weights
+        tau = None if prior_refit else p["tau"]
+        return FitPlan(task=CLASSIFICATION if self.problem_type in (BINARY, MULTICLASS) else REG_TASK,
+                       has_val=has_val, mode=False if prior_refit else mode, tau=tau,
+                       wants_exit=tau is not None and (tau != "auto" or has_val),
+                       headless=network.n_exit_layers == 0,  # e.g. the authors' released weights
+                       prior_share=share, prior_basis=share_basis, prior_refit=prior_refit)
+
+    def _build_context(self, network, X: pd.DataFrame, y: np.ndarray, p: Dict, plan: "FitPlan", seed: int):
+        """Step 3: the ensemble's members (per-variant preprocessing fitted on the training rows) and their context."""
+        from .ensemble import TabSwiftEnsemble
+        from .network import CLASSIFICATION
+
+        tau = plan.tau
         ens = TabSwiftEnsemble(
-            network, task, n_estimators=int(p["n_estimators"]), norm_methods=tuple(p["norm_methods"]),
+            network, plan.task, n_estimators=int(p["n_estimators"]), norm_methods=tuple(p["norm_methods"]),
             softmax_temperature=float(p["softmax_temperature"]), max_context_rows=int(p["max_context_rows"]),
             outlier_threshold=float(p["outlier_threshold"]), random_state=seed, chunk_size=int(p["chunk_size"]),
-            tau=None if tau in (None, "auto") or headless else float(tau), cache_max_mb=float(p["cache_max_mb"]),
+            tau=None if tau in (None, "auto") or plan.headless else float(tau), cache_max_mb=float(p["cache_max_mb"]),
             wide_features=str(p.get("wide_features", "select")), pipeline=str(p.get("pipeline", "ours")))
-        y_np = np.asarray(y)
-        ens.fit(X, y_np.astype(np.int64) if task == CLASSIFICATION else y_np.astype(np.float64),
-                n_classes=self.num_classes if task == CLASSIFICATION else None)
-        self.model = ens
-        summary: Dict = {"context_rows": len(ens.y_context_), "members": len(ens.members_),
-                         "checkpoint": str(path), "weights": weights}
-        threads, probe_seconds = self._choose_threads(
-            ens, p, seed, num_cpus, device, summary,
-            trains=(mode is True) or (mode == "auto" and has_val) or (wants_exit and headless))
+        classification = plan.task == CLASSIFICATION
+        ens.fit(X, y.astype(np.int64) if classification else y.astype(np.float64),
+                n_classes=self.num_classes if classification else None)
+        return ens
 
-        if has_val:
-            X_val_p = self.preprocess(X_val)
-            y_val_np = np.asarray(y_val)
+    def _validation_score(self, X_val, y_val, threads: int) -> tuple:
+        """(a function scoring the ensemble as it now predicts on the validation rows, on the stopping metric and
+        ``threads`` torch threads; the validation labels)."""
+        from ..common.training import torch_threads
 
-            def score_fn() -> float:
-                with torch_threads(threads):
-                    return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=self._ensemble_proba(X_val_p),
-                                                        metric=self.stopping_metric)
+        X_val_p, y_val_np = self.preprocess(X_val), np.asarray(y_val)
 
+        def score_fn() -> float:
+            with torch_threads(threads):
+                return self.score_with_y_pred_proba(y=y_val_np, y_pred_proba=self._ensemble_proba(X_val_p),
+                                                    metric=self.stopping_metric)
+
+        return score_fn, y_val_np
+
+    def _fine_tune(self, ens, p: Dict, plan: "FitPlan", score_fn, budget, time_limit, first_step: float, seed: int,
+                   summary: Dict) -> Dict:
+        """Step 4: fine-tune or not, and why: ``"auto"`` with validation rows decides on them
+        (``_fine_tune_auto``); ``"auto"`` without stays zero-shot; True with validation rows keeps the best
+        validated step; True without (a refit) replays the step count of the fit it replaces, within the time
+        that took; False (or a refit of a fall-back to the prior) does nothing."""
+        from .finetune import auto_rule, fine_tune
+
+        mode, has_val = plan.mode, plan.has_val
         ft_common = dict(lr=float(p["fine_tune_lr"]), episodes_per_step=int(p["fine_tune_episodes_per_step"]),
                          rows=int(p["fine_tune_rows"]), seed=seed)
-        # a step is episodes_per_step episodes, forward + backward (~3 forwards each); without this the
-        # first step, whose duration is not known yet, could start just before the deadline
-        first_step = 3.0 * int(p["fine_tune_episodes_per_step"]) * probe_seconds
         if mode == "auto" and has_val:
-            summary["fine_tune_decision"] = self._fine_tune_auto(ens, p, score_fn, budget, time_limit, first_step,
-                                                                 ft_common, summary)
+            decision = self._fine_tune_auto(ens, p, score_fn, budget, time_limit, first_step, ft_common, summary)
         elif mode == "auto":  # a first fit without validation rows; refits get True/False from their folds
-            from .finetune import auto_rule
-
-            decision = auto_rule(has_val=False, n_classes=None, max_classes=0, context_rows=0, seconds_left=None,
-                                 step_seconds=0.0, min_steps=0, eval_every=1)
-            summary["fine_tune_decision"] = {"requested": "auto", "fine_tuned": decision.pop("fine_tune"),
-                                             **decision, "steps_run": 0, "best_step": 0}
-            logger.log(20, f"\tTabSwift fine_tune='auto': zero-shot ({decision['reason']})")
+            rule = auto_rule(has_val=False, n_classes=None, max_classes=0, context_rows=0, seconds_left=None,
+                             step_seconds=0.0, min_steps=0, eval_every=1)
+            decision = {"requested": "auto", "fine_tuned": rule.pop("fine_tune"), **rule, "steps_run": 0,
+                        "best_step": 0}
+            logger.log(20, f"\tTabSwift fine_tune='auto': zero-shot ({rule['reason']})")
         elif mode and has_val:
-            from .finetune import fine_tune
-
             deadline = None if time_limit is None else budget.start + 0.7 * time_limit
             n_eval = max(1, int(p["fine_tune_eval_members"]))
             summary.update(fine_tune(ens, self._no_exit_score(ens, score_fn, ens.members_[:n_eval]),
@@ -291,15 +336,13 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                                      first_step_seconds=first_step, **ft_common))
             summary.pop("history", None)
             kept = summary["best_step"] > 0
-            summary["fine_tune_decision"] = {
+            decision = {
                 "requested": True, "fine_tuned": kept, "rule": "requested",
                 "reason": "fine_tune=True: the best validation step is kept (step 0 = the pretrained weights)",
                 "steps_run": int(summary["fine_tune_steps"]), "best_step": int(summary["best_step"]),
                 "stop_reason": summary.get("stop_reason"), "zero_shot_val_score": summary.get("zero_shot_val_score"),
                 "fine_tuned_val_score": summary.get("best_val_score") if kept else None, "val_members": n_eval}
         elif mode:  # refit_full / no validation: replay the step count found with validation
-            from .finetune import fine_tune
-
             steps, bound = replay_steps(p), replay_seconds(p)
             deadlines = [time.time() + bound] if bound is not None else []
             if time_limit is not None:
@@ -310,56 +353,64 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                                          schedule_steps=p.get("fine_tune_schedule_steps") or steps, **ft_common))
                 summary.pop("history", None)
             ran = int(summary.get("fine_tune_steps", 0))  # 0 when fine-tuning skipped the table (> C_max classes)
-            summary["fine_tune_decision"] = {
+            decision = {
                 "requested": True, "fine_tuned": ran > 0, "rule": "replay",
                 "reason": f"no validation rows: {steps} steps replayed, the step count the validated fit kept"
                           + (f", within {bound:.1f} s, the time its fine-tuning took" if bound is not None else ""),
                 "steps_run": ran, "best_step": ran, "stop_reason": summary.get("stop_reason")}
         else:
-            summary["fine_tune_decision"] = {
-                "requested": False, "fine_tuned": False, "rule": "prior" if prior_refit else "requested",
-                "reason": "the fit it replaces fell back to the prior" if prior_refit else "fine_tune=False",
+            decision = {
+                "requested": False, "fine_tuned": False, "rule": "prior" if plan.prior_refit else "requested",
+                "reason": "the fit it replaces fell back to the prior" if plan.prior_refit else "fine_tune=False",
                 "steps_run": 0, "best_step": 0}
-        if p.get(FINE_TUNE_CHOICE_KEY) and not (mode == "auto") and not prior_refit:
+        if p.get(FINE_TUNE_CHOICE_KEY) and not (mode == "auto") and not plan.prior_refit:
             # a refit of a fine_tune="auto" fit: the folds' (or the original model's) decision, repeated
-            summary["fine_tune_decision"]["repeats"] = p[FINE_TUNE_CHOICE_KEY]
-            logger.log(20, f"\tTabSwift: {'fine-tuned' if mode else 'zero-shot'} "
-                           f"({summary['fine_tune_decision'].get('steps_run', 0)} steps), repeating: "
-                           f"{p[FINE_TUNE_CHOICE_KEY]}")
-        # Exit heads are used only if they were trained on the backbone as it is now: fine-tuning marks them
-        # stale, heads added to a checkpoint without any start stale; training clears the mark, and heads
-        # still stale below are dropped, so neither this fit nor a later tau can exit with them.
-        if wants_exit and headless:
+            decision["repeats"] = p[FINE_TUNE_CHOICE_KEY]
+            logger.log(20, f"\tTabSwift: {'fine-tuned' if mode else 'zero-shot'} ({decision.get('steps_run', 0)} "
+                           f"steps), repeating: {p[FINE_TUNE_CHOICE_KEY]}")
+        return decision
+
+    def _early_exit(self, ens, p: Dict, plan: "FitPlan", score_fn, budget, time_limit, first_step: float, seed: int,
+                    summary: Dict) -> None:
+        """Step 5: the exit heads and τ.  Exit heads are used only if they were trained on the backbone as it is
+        now: fine-tuning marks them stale, heads added to a checkpoint without any start stale; training clears
+        the mark, and heads still stale below are dropped, so neither this fit nor a later τ can exit with them.
+        An explicit τ after retrained heads is checked on validation; ``"auto"`` is chosen there."""
+        network, tau = ens.network, plan.tau
+        if plan.wants_exit and plan.headless:
             network.add_exit_heads()
             logger.log(20, f"\tTabSwift: the checkpoint has no exit heads (the authors' released weights ship "
                            f"none): training them on this table with the backbone frozen, for tau={tau!r}")
-        if wants_exit and network.exit_heads_stale:
-            summary.update(self._train_exit_heads(ens, p, seed, budget, time_limit, first_step, fresh=headless))
+        if plan.wants_exit and network.exit_heads_stale:
+            summary.update(self._train_exit_heads(ens, p, seed, budget, time_limit, first_step, fresh=plan.headless))
             if not network.exit_heads_stale and tau != "auto":
                 ens.tau = float(tau)
-                if has_val:
+                if plan.has_val:
                     summary.update(self._check_retrained_tau(ens, score_fn, float(tau), float(p["tau_max_loss"]),
                                                              budget))
         if network.exit_heads_stale:
-            summary.update(self._drop_stale_exit_heads(ens, p, tau if wants_exit else None, fresh=headless))
-            if wants_exit:
+            summary.update(self._drop_stale_exit_heads(ens, p, tau if plan.wants_exit else None,
+                                                       fresh=plan.headless))
+            if plan.wants_exit:
                 tau = None
         if tau == "auto":
-            if has_val and network.n_exit_layers:
+            if plan.has_val and network.n_exit_layers:
                 summary.update(self._choose_tau(ens, score_fn, float(p["tau_max_loss"]), budget))
             else:
                 logger.log(20, "\tTabSwift: tau='auto' needs validation data and exit heads; early exit off")
                 ens.tau = None
-        if has_val:
-            summary["prior_check"] = self._check_against_prior(y_np, y_val_np, summary, score_fn, budget)
-        else:  # a refit repeats the fit it replaces
-            reason = "no validation rows" if share is None else \
-                f"repeats the fit it replaces ({share_basis}: {'the prior' if prior_refit else 'the network'})"
-            summary["prior_check"] = {"checked": False, "fallback": prior_refit, "reason": reason}
-            if prior_refit:
-                self._fall_back_to_prior(self._prior_prediction(y_np), reason)
-        self._record_for_refits(p, choice, mode, summary)
-        self._fit_summary = summary
+
+    def _prior_step(self, y: np.ndarray, y_val, plan: "FitPlan", summary: Dict, score_fn, budget) -> Dict:
+        """Step 6: with validation rows, fall back to the prior where the ensemble validates below it
+        (``_check_against_prior``); a refit repeats the fit it replaces."""
+        if plan.has_val:
+            return self._check_against_prior(y, y_val, summary, score_fn, budget)
+        share = plan.prior_share
+        reason = "no validation rows" if share is None else \
+            f"repeats the fit it replaces ({plan.prior_basis}: {'the prior' if plan.prior_refit else 'the network'})"
+        if plan.prior_refit:
+            self._fall_back_to_prior(self._prior_prediction(y), reason)
+        return {"checked": False, "fallback": plan.prior_refit, "reason": reason}
 
     def _record_for_refits(self, p: Dict, choice, mode, summary: Dict) -> None:
         """What a refit without validation rows repeats, written by every fit on every path.  AutoGluon gives a

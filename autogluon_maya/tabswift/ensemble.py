@@ -59,7 +59,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -161,33 +161,51 @@ def _rows(X, idx):
     return X.iloc[idx].reset_index(drop=True) if isinstance(X, pd.DataFrame) else np.asarray(X)[idx]
 
 
+@dataclass(frozen=True)
+class EnsembleSettings:
+    """How a ``TabSwiftEnsemble`` builds and runs its members: how many (each a feature permutation x class shift
+    x normalization variant), their preprocessing, the context's size, the softmax temperature, the attention
+    chunk, the context caches' memory and the early-exit threshold."""
+    n_estimators: int = 8
+    norm_methods: Tuple[str, ...] = NORM_METHODS
+    class_shift: bool = True
+    feature_shuffle: bool = True
+    softmax_temperature: float = 0.9
+    max_context_rows: int = 10_000
+    outlier_threshold: float = 4.0
+    random_state: int = 0
+    chunk_size: int = 1024
+    tau: Optional[float] = None
+    cache_max_mb: float = 1024
+    wide_features: str = "select"
+    pipeline: str = "ours"
+
+
 class TabSwiftEnsemble:
     """``fit(X_context, y)`` stores the (subsampled) context and fits one preprocessor per variant;
-    ``predict_proba`` / ``predict`` run every member against it.  y: class ids 0..C-1 or real targets."""
+    ``predict_proba`` / ``predict`` run every member against it.  y: class ids 0..C-1 or real targets.
+    Settings: ``settings`` (an ``EnsembleSettings``), with ``changes`` to its fields on top."""
 
-    def __init__(self, network: TabSwiftNetwork, task: str, n_estimators: int = 8,
-                 norm_methods: Sequence[str] = NORM_METHODS, class_shift: bool = True,
-                 feature_shuffle: bool = True, softmax_temperature: float = 0.9,
-                 max_context_rows: int = 10_000, outlier_threshold: float = 4.0, random_state: int = 0,
-                 chunk_size: int = 1024, tau: Optional[float] = None, cache_max_mb: float = 1024,
-                 wide_features: str = "select", pipeline: str = "ours"):
+    def __init__(self, network: TabSwiftNetwork, task: str, settings: Optional[EnsembleSettings] = None,
+                 **changes):
+        cfg = replace(settings or EnsembleSettings(), **changes)
         self.task = check_task(task)
-        if wide_features not in WIDE_FEATURES:
-            raise ValueError(f"wide_features must be one of {WIDE_FEATURES}, got {wide_features!r}")
-        if pipeline not in PIPELINES:
-            raise ValueError(f"pipeline must be one of {PIPELINES}, got {pipeline!r}")
-        self.wide_features, self.pipeline = wide_features, pipeline
-        if n_estimators < 1 or not norm_methods or softmax_temperature <= 0 or max_context_rows < 1:
+        if cfg.wide_features not in WIDE_FEATURES:
+            raise ValueError(f"wide_features must be one of {WIDE_FEATURES}, got {cfg.wide_features!r}")
+        if cfg.pipeline not in PIPELINES:
+            raise ValueError(f"pipeline must be one of {PIPELINES}, got {cfg.pipeline!r}")
+        self.wide_features, self.pipeline = cfg.wide_features, cfg.pipeline
+        if cfg.n_estimators < 1 or not cfg.norm_methods or cfg.softmax_temperature <= 0 or cfg.max_context_rows < 1:
             raise ValueError("need n_estimators >= 1, at least one norm method, softmax_temperature > 0 "
                              "and max_context_rows >= 1")
         self.network = network.eval()
-        self.chunk_size = int(chunk_size)
-        self.engine = TabSwiftEngine(network, chunk_size=chunk_size)
-        self.n_estimators, self.norm_methods = int(n_estimators), tuple(norm_methods)
-        self.class_shift, self.feature_shuffle = class_shift, feature_shuffle
-        self.temperature, self.max_context_rows = float(softmax_temperature), int(max_context_rows)
-        self.outlier_threshold, self.random_state, self.tau = outlier_threshold, random_state, tau
-        self.cache_max_bytes = int(cache_max_mb * 2 ** 20)
+        self.chunk_size = int(cfg.chunk_size)
+        self.engine = TabSwiftEngine(network, chunk_size=self.chunk_size)
+        self.n_estimators, self.norm_methods = int(cfg.n_estimators), tuple(cfg.norm_methods)
+        self.class_shift, self.feature_shuffle = cfg.class_shift, cfg.feature_shuffle
+        self.temperature, self.max_context_rows = float(cfg.softmax_temperature), int(cfg.max_context_rows)
+        self.outlier_threshold, self.random_state, self.tau = cfg.outlier_threshold, cfg.random_state, cfg.tau
+        self.cache_max_bytes = int(cfg.cache_max_mb * 2 ** 20)
         self._caches: Dict[Tuple, ContextCache] = {}
 
     # ---- network / context caches ---------------------------------------------------------------

@@ -31,7 +31,7 @@ import copy
 import logging
 import math
 import time
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 import numpy as np
 import torch
@@ -261,10 +261,29 @@ def auto_rule(*, has_val: bool, n_classes: Optional[int], max_classes: int, cont
             "reason": f"{what} needed, {seconds_left:.1f} s left before the fine-tuning deadline"}
 
 
-def fine_tune_auto(ens: TabSwiftEnsemble, score_fn: Callable[[], float], full_score_fn: Callable[[], float], *,
-                   eval_share: float, min_steps: int, steps: int, lr: float, episodes_per_step: int, rows: int,
-                   eval_every: int, patience: int, seed: int, deadline: Optional[float],
-                   check_deadline: Optional[float], first_step_seconds: float,
+class Schedule(NamedTuple):
+    """What fine-tuning runs: at most ``steps`` steps of ``episodes_per_step`` episodes of ``rows`` rows at peak
+    rate ``lr`` (cosine), a validation check every ``eval_every`` steps, stopping after ``patience`` checks without
+    a better score; episodes drawn from ``seed``."""
+    steps: int
+    lr: float
+    episodes_per_step: int
+    rows: int
+    eval_every: int
+    patience: int
+    seed: int
+
+
+class Deadlines(NamedTuple):
+    """When fine-tuning must end (``fine_tune``) and the whole ensemble's check after it (``check``), on the
+    caller's clock (None: no limit); ``first_step_seconds``: the expected duration of the first step."""
+    fine_tune: Optional[float]
+    check: Optional[float]
+    first_step_seconds: float = 0.0
+
+
+def fine_tune_auto(ens: TabSwiftEnsemble, score_fn: Callable[[], float], full_score_fn: Callable[[], float],
+                   schedule: Schedule, deadlines: Deadlines, *, eval_share: float, min_steps: int,
                    clock: Callable[[], float] = time.time) -> Dict:
     """``fine_tune="auto"`` with validation rows: decide (``auto_rule``), fine-tune, and keep the result only
     if the whole ensemble validates better with it.
@@ -275,14 +294,15 @@ def fine_tune_auto(ens: TabSwiftEnsemble, score_fn: Callable[[], float], full_sc
     weights are scored with the whole ensemble (the zero-shot score, and the measured cost of a
     validation pass) and the rule is applied again with it.  Fine-tuning keeps its best step (the
     pretrained weights are step 0); when that is a later step and the subset is not the whole ensemble,
-    the whole ensemble is scored once more, if that ends by ``check_deadline``, and the pretrained
+    the whole ensemble is scored once more, if that ends by ``deadlines.check``, and the pretrained
     weights are restored unless it beats zero-shot -- a few members can improve while the ensemble the
-    user gets does not.  ``deadline`` (fine-tuning's) and ``check_deadline`` are on ``clock``'s scale;
-    None = no limit.
+    user gets does not.  ``deadlines`` are on ``clock``'s scale.
 
     Returns ``{"decision": {...}}`` (what the model records in its info) and fine-tuning's summary when it
     ran; ``decision["fine_tuned"]`` says whether the network now holds fine-tuned weights."""
     net = ens.network
+    steps, eval_every = schedule.steps, schedule.eval_every
+    deadline, check_deadline, first_step_seconds = deadlines
     n_classes = ens.n_classes_ if ens.task == CLASSIFICATION else None
     min_steps = min(int(min_steps), int(steps))  # a run asked for fewer steps needs time for those only
     decision: Dict = {"requested": "auto", "fine_tuned": False, "steps_run": 0, "best_step": 0,
@@ -310,8 +330,7 @@ def fine_tune_auto(ens: TabSwiftEnsemble, score_fn: Callable[[], float], full_sc
         return {"decision": decision}
 
     pretrained, stale = copy.deepcopy(net.state_dict()), net.exit_heads_stale
-    result = fine_tune(ens, score_fn, steps=steps, lr=lr, episodes_per_step=episodes_per_step, rows=rows,
-                       eval_every=eval_every, patience=patience, seed=seed, deadline=deadline,
+    result = fine_tune(ens, score_fn, **schedule._asdict(), deadline=deadline,
                        first_step_seconds=first_step_seconds, clock=clock,
                        initial_score=(zero, full_seconds) if whole else None)
     decision.update(steps_run=int(result["fine_tune_steps"]), best_step=int(result["best_step"]),

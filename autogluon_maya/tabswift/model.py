@@ -100,7 +100,8 @@ def describe_checkpoint(path) -> str:
                  f"{t.get('tasks_seen')} synthetic tasks, {t.get('train_hours')} h on {t.get('hardware')}")
     source = info.get("metadata", {}).get("source", {})
     if source.get("format"):
-        text += f"; converted from {source['format']} ({source.get('file')}, sha256 {str(source.get('sha256'))[:12]}...)"
+        digest = str(source.get("sha256"))[:12]
+        text += f"; converted from {source['format']} ({source.get('file')}, sha256 {digest}...)"
     return text
 
 
@@ -279,16 +280,16 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
 
     def _build_context(self, network, X: pd.DataFrame, y: np.ndarray, p: Dict, plan: "FitPlan", seed: int):
         """Step 3: the ensemble's members (per-variant preprocessing fitted on the training rows) and their context."""
-        from .ensemble import TabSwiftEnsemble
+        from .ensemble import EnsembleSettings, TabSwiftEnsemble
         from .network import CLASSIFICATION
 
         tau = plan.tau
-        ens = TabSwiftEnsemble(
-            network, plan.task, n_estimators=int(p["n_estimators"]), norm_methods=tuple(p["norm_methods"]),
+        ens = TabSwiftEnsemble(network, plan.task, EnsembleSettings(
+            n_estimators=int(p["n_estimators"]), norm_methods=tuple(p["norm_methods"]),
             softmax_temperature=float(p["softmax_temperature"]), max_context_rows=int(p["max_context_rows"]),
             outlier_threshold=float(p["outlier_threshold"]), random_state=seed, chunk_size=int(p["chunk_size"]),
             tau=None if tau in (None, "auto") or plan.headless else float(tau), cache_max_mb=float(p["cache_max_mb"]),
-            wide_features=str(p.get("wide_features", "select")), pipeline=str(p.get("pipeline", "ours")))
+            wide_features=str(p.get("wide_features", "select")), pipeline=str(p.get("pipeline", "ours"))))
         classification = plan.task == CLASSIFICATION
         ens.fit(X, y.astype(np.int64) if classification else y.astype(np.float64),
                 n_classes=self.num_classes if classification else None)
@@ -537,18 +538,18 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         """``fine_tune="auto"`` with validation rows (``finetune.fine_tune_auto``): fine-tune when the minimum
         useful step count fits before 70 % of the time limit (the share fine-tuning had before "auto"), keep
         the result only if the whole ensemble validates better with it; record the decision for the refits."""
-        from .finetune import fine_tune_auto
+        from .finetune import Deadlines, Schedule, fine_tune_auto
 
         members = list(ens.members_)
         n_eval = max(1, int(p["fine_tune_eval_members"]))
         limited = time_limit is not None
+        schedule = Schedule(steps=int(p["fine_tune_steps"]), eval_every=int(p["fine_tune_eval_every"]),
+                            patience=int(p["fine_tune_patience"]), **ft_common)
+        deadlines = Deadlines(budget.start + 0.7 * time_limit if limited else None,
+                              budget.start + 0.85 * time_limit if limited else None, first_step)
         result = fine_tune_auto(
             ens, self._no_exit_score(ens, score_fn, members[:n_eval]), self._no_exit_score(ens, score_fn, members),
-            eval_share=min(1.0, n_eval / len(members)), min_steps=int(p["fine_tune_min_steps"]),
-            steps=int(p["fine_tune_steps"]), eval_every=int(p["fine_tune_eval_every"]),
-            patience=int(p["fine_tune_patience"]), deadline=budget.start + 0.7 * time_limit if limited else None,
-            check_deadline=budget.start + 0.85 * time_limit if limited else None, first_step_seconds=first_step,
-            **ft_common)
+            schedule, deadlines, eval_share=min(1.0, n_eval / len(members)), min_steps=int(p["fine_tune_min_steps"]))
         decision = result.pop("decision")
         result.pop("history", None)
         summary.update(result)

@@ -15,7 +15,7 @@ from autogluon.tabular import TabularPredictor
 from autogluon_maya import TabSwiftModel
 from autogluon_maya.tabswift.defaults import DEFAULT_PARAMS, SHIPPED_CHECKPOINT
 from autogluon_maya.tabswift.ensemble import TabSwiftEnsemble
-from autogluon_maya.tabswift.finetune import AUTO_MARGIN, auto_rule, fine_tune_auto
+from autogluon_maya.tabswift.finetune import AUTO_MARGIN, Deadlines, Schedule, auto_rule, fine_tune_auto
 from autogluon_maya.tabswift.model import AUTO_CHOICES, FINE_TUNE_CHOICE_KEY, replay_steps
 from autogluon_maya.tabswift.network import REGRESSION
 from autogluon_maya.tabswift.weights import load_checkpoint
@@ -192,9 +192,9 @@ def test_the_whole_ensemble_decides_when_fine_tuning_validated_with_fewer_member
     pretrained = {k: v.clone() for k, v in net.state_dict().items()}
     subset = iter(range(100))  # every check on the subset improves: fine-tuning's best step is its last
     whole = iter([-1.0, tuned_whole])  # zero-shot, then the best step
-    out = fine_tune_auto(ens, lambda: float(next(subset)), lambda: next(whole), eval_share=0.5, min_steps=2,
-                         steps=4, lr=1e-4, episodes_per_step=1, rows=64, eval_every=2, patience=5, seed=0,
-                         deadline=None, check_deadline=None, first_step_seconds=0.0)
+    out = fine_tune_auto(ens, lambda: float(next(subset)), lambda: next(whole),
+                         Schedule(steps=4, lr=1e-4, episodes_per_step=1, rows=64, eval_every=2, patience=5, seed=0),
+                         Deadlines(None, None), eval_share=0.5, min_steps=2)
     d = out["decision"]
     assert d["best_step"] == 4 and d["zero_shot_val_score"] == -1.0 and d["fine_tuned_val_score"] == tuned_whole
     assert d["fine_tuned"] is kept and out["best_step"] == (4 if kept else 0)

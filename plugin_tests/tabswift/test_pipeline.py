@@ -267,3 +267,16 @@ def test_regression_returns_target_scale():
     np.testing.assert_allclose(scaled, 1000.0 * pred - 50.0, rtol=1e-4, atol=1e-2)
     const = TabSwiftEnsemble(net, REGRESSION, n_estimators=2).fit(X, np.full(len(X), 3.5)).predict(X.iloc[:4])
     np.testing.assert_array_equal(const, 3.5)
+
+
+def test_ensemble_settings_record_and_changes_on_top():
+    """``TabSwiftEnsemble(network, task, settings, **changes)``: the record's values, with the changes on top; a
+    field the record does not have is an error naming it."""
+    from autogluon_maya.tabswift.ensemble import EnsembleSettings
+
+    net = TabSwiftNetwork(TINY)
+    ens = TabSwiftEnsemble(net, CLASSIFICATION, EnsembleSettings(n_estimators=3, max_context_rows=70),
+                           max_context_rows=50, random_state=4)
+    assert (ens.n_estimators, ens.max_context_rows, ens.random_state) == (3, 50, 4)
+    with pytest.raises(TypeError, match="n_members"):
+        TabSwiftEnsemble(net, CLASSIFICATION, n_members=2)

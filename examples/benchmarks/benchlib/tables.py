@@ -664,6 +664,69 @@ table("maya-embeddings-val")(lambda: _settings_table("num_embeddings", EMBEDDING
 table("maya-embeddings-test")(lambda: _settings_table("num_embeddings", EMBEDDINGS, "test", "linear"))
 
 
+# ---- MAYA: how it spends its budget, judged on the 13 decision tables (docs/maya.md) -------------------------
+BUDGET = "maya_budget"
+#: the tables MAYA's defaults are chosen on: none of the 12 of the benchmarks it is reported on
+DECISION_TABLES = ("adult", "bank_marketing", "magic_telescope", "electricity", "california_housing", "diamonds",
+                   "pol", "bike_sharing", "waveform_40", "segmentation", "texture", "dna", "car_evaluation")
+#: (model name in the results, what it changes against the default)
+BUDGET_TRIALS = (("MAYA@loss", '`stop_on="loss"`'), ("MAYA@v1", "`validation_every=1`"),
+                 ("MAYA@reg", "`grad_clip=1.0`, `weight_decay=3e-4`"), ("MAYA@L2", "`num_layers=2`"),
+                 ("MAYA@mc_pw", 'multiclass `num_embeddings="piecewise"`'),
+                 ("MAYA@mc_q1", 'multiclass `numeric_transform="quantile"`, `numeric_scale=1`'))
+
+
+def _relative_gain(base: float, other: float, regression: bool) -> float:
+    """Relative validation gain of ``other`` over ``base``: lower RMSE, or higher accuracy, is a gain."""
+    return (base - other) / base if regression else (other - base) / base
+
+
+def budget_trials(folder: str = BUDGET, base: str = "MAYA", trials: Sequence[tuple] = BUDGET_TRIALS) -> str:
+    """One row per trial against the default (``base``) on validation, over the (table, split seed) pairs of the
+    decision tables where both ran: pairs better / level / worse, the mean relative gain, and the mean fit seconds
+    of both; the pairs' count says which tables a trial covered (a classification setting, only those)."""
+    latest = latest_rows(folder)
+    body = []
+    for model, label in trials:
+        pairs = [(d, s) for d in DECISION_TABLES for s in (0, 1) if (d, s, model) in latest and (d, s, base) in latest]
+        if not pairs:
+            continue
+        counts, gains, secs = [0, 0, 0], [], ([], [])
+        for d, s in pairs:
+            a, b = latest[(d, s, base)], latest[(d, s, model)]
+            regression = a["task"] == "regression"
+            g = _relative_gain(float(a["val_score"]), float(b["val_score"]), regression)
+            counts[0 if g > 0 else 1 if g == 0 else 2] += 1
+            gains.append(g)
+            secs[0].append(float(a["fit_s"]))
+            secs[1].append(float(b["fit_s"]))
+        body.append([label, str(len(pairs)), " / ".join(map(str, counts)), f"{100 * sum(gains) / len(gains):+.2f} %",
+                     f"{sum(secs[0]) / len(pairs):.0f}", f"{sum(secs[1]) / len(pairs):.0f}"])
+    return markdown(["trial (against the default)", "pairs", "better / level / worse", "mean relative gain",
+                     "default s", "trial s"], body)
+
+
+def budget_pairs(folder: str = BUDGET, base: str = "MAYA", trials: Sequence[tuple] = BUDGET_TRIALS) -> str:
+    """Validation score of the default and of every trial per (decision table, split seed); — where it did not run."""
+    latest = latest_rows(folder)
+    shown = [(m, label) for m, label in trials if any(k[2] == m for k in latest)]
+    body = []
+    for d in DECISION_TABLES:
+        for s in (0, 1):
+            if (d, s, base) not in latest:
+                continue
+            regression = latest[(d, s, base)]["task"] == "regression"
+            cells = [fmt(float(latest[(d, s, m)]["val_score"])) if (d, s, m) in latest else "—"
+                     for m in [base] + [m for m, _ in shown]]
+            body.append([f"{d} ({'RMSE' if regression else 'accuracy'})", str(s)] + cells)
+    return markdown(["table (validation metric)", "seed", "default"] + [label for _, label in shown], body,
+                    "ll" + "r" * (1 + len(shown)))
+
+
+table("maya-budget-trials")(budget_trials)
+table("maya-budget-pairs")(budget_pairs)
+
+
 # ---- MAYA: TabM's parameter-efficient members and RealMLP's / TabM's input scaling (docs/maya.md) ------------
 TABM_SCALING = (("MAYA", "default"), ("MAYA@k4", "`tabm_k=4`"), ("MAYA@robust", '`"robust_smooth_clip"`'),
                 ("MAYA@noisyq", '`"noisy_quantile"`'), ("MAYA@m8", "`ensemble_members=8`"))

@@ -51,7 +51,6 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     "recipe": "default",  # or "paper" (PAPER)
     "max_epochs": 200,
     "patience": 16,  # epochs without a better validation score; None: train to max_epochs
-    "stop_on": "metric",  # what early stopping and the kept epoch follow: the stopping metric, or "loss"
     "validation_every": "auto",  # epochs between validation passes (trainer.validation_cadence)
     "ema_epochs": _cls_reg(None, 5),  # horizon of a moving average of the weights scored beside them; None: off
     "ensemble_members": "auto",  # up to AUTO_MEMBERS networks while a time limit holds them (members.py)
@@ -76,7 +75,7 @@ AUTO_BATCH_ROWS = _cls_reg(128, 256)._asdict()
 # batch; the trainer reads the recipe for a constant rate and weight decay on weight matrices only.
 PAPER: Dict[str, Any] = {"batch_size": 1024, "ensemble_members": 1, "parallel_members": 1, "ema_epochs": None,
                          "validation_every": 1, "numeric_transform": "quantile", "numeric_scale": 1.0,
-                         "num_embeddings": None, "stop_on": "metric", "grad_clip": None}
+                         "num_embeddings": None, "grad_clip": None}
 # The members a refit_full trains.  Given explicitly, REPLAY_KEY is [[seed, epochs], ...], replayed exactly
 # (members.train_members).  A fit records its own as plain integers instead (replay_record), because a bagged
 # model's refit combines its folds' records key by key (AutoGluon's BaggedEnsembleModel._get_compressed_params:
@@ -174,7 +173,6 @@ CHECKS = {
     "branch_momentum": ("a number in [0, 1]", _real(0, 1)),
     "weight_decay": ("a number >= 0", _real(0)),
     "grad_clip": ("None or a number > 0", _or(lambda v: v is None, _real(0, lo_open=True))),
-    "stop_on": ("'metric' or 'loss'", _one_of("metric", "loss")),
     "batch_size": ("'auto' or an integer >= 2", _or(_one_of("auto"), _int(2))),
     "recipe": ("'default' or 'paper'", _one_of("default", "paper")),
     "patience": ("None or an integer >= 1", _or(lambda v: v is None, _int(1))),

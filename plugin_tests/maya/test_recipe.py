@@ -27,7 +27,6 @@ PAPER = {
     "num_embeddings": None,  # that linear token, not a periodic or piecewise-linear embedding
     "ema_epochs": None,  # the trained weights, no moving average
     "validation_every": 1,  # early stopping on the validation score of every epoch
-    "stop_on": "metric",  # that score is the task's metric (accuracy, RMSE), as FT-Transformer's protocol
     "grad_clip": None,  # no gradient clipping
     "recipe": "paper",  # the trainer: constant learning rate, weight decay on weight matrices only
 }

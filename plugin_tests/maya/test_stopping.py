@@ -1,49 +1,17 @@
-"""What MAYA's training follows (``stop_on``) and how it bounds a step (``grad_clip``)."""
+"""How MAYA bounds a step (``grad_clip``)."""
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
 import pytest
 import torch
 
-from autogluon_maya import MayaModel
 from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya.defaults import resolve_defaults
 from autogluon_maya.maya.network import MayaNetwork
 from autogluon_maya.maya.trainer import FittedMaya, TrainConfig, TrainData, make_loss, train_maya
-from plugin_tests.resources import fit_on_cores
 from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.usefixtures("torch_globals_kept")
-
-
-def _table(n: int = 300, seed: int = 0):
-    rng = np.random.default_rng(seed)
-    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "c": rng.normal(size=n)})
-    y = pd.Series((X["a"] + X["b"] * X["c"] + 0.5 * rng.normal(size=n) > 0).astype(int), name="y")
-    return X, y
-
-
-@pytest.mark.parametrize("stop_on", ["metric", "loss"])
-def test_training_follows_the_metric_or_the_validation_log_loss(stop_on):
-    """With ``stop_on="loss"`` every validation pass scores the negated log loss (below 0), and the kept epoch is
-    the one with the smallest; with ``"metric"`` the passes score accuracy (in [0, 1]).  Either way the check
-    against the prior is made on the stopping metric, accuracy."""
-    X, y = _table()
-    model = MayaModel(name=f"m_{stop_on}", problem_type="binary", eval_metric="accuracy",
-                      hyperparameters={"stop_on": stop_on, "max_epochs": 6, "ensemble_members": 1,
-                                       "validation_every": 1, "hidden_size": 16})
-    fit_on_cores(model, 1, X=X.iloc[:200], y=y.iloc[:200], X_val=X.iloc[200:], y_val=y.iloc[200:])
-    scores = [s for _, _, s in model._fit_summary["history"]]
-    assert len(scores) == 6
-    if stop_on == "loss":
-        assert all(s < 0 for s in scores), scores
-    else:
-        assert all(0 <= s <= 1 for s in scores), scores
-    assert model._fit_summary["best_score"] == max(scores)
-    check = model._fit_info["validation"]
-    assert check["metric"] == "accuracy" and 0 <= check["maya"] <= 1
 
 
 @pytest.mark.parametrize("clip", [None, 1e-3])

@@ -32,7 +32,8 @@ def main(argv=None) -> None:
     frame, label = load_table(args.data, args.label, max_rows=args.max_rows, seed=args.seed)
     train, val, test = split(frame, label, seed=args.seed)
     print(f"{args.data}: train / validation / test = {len(train)} / {len(val)} / {len(test)} rows, label {label!r}")
-    models = {"MAYA": {}, "TABSWIFT": {}, "GBM": {}, "CAT": {}}
+    # each model at most --time-limit seconds (AutoGluon otherwise lets the first models use the whole limit)
+    models = {key: {"ag_args_fit": {"max_time_limit": args.time_limit}} for key in ("MAYA", "TABSWIFT", "GBM", "CAT")}
     predictor = TabularPredictor(label=label, verbosity=1,
                                  path=str(Path(tempfile.mkdtemp(prefix="maya_quickstart_")) / "predictor"))
     predictor.fit(train, tuning_data=val, hyperparameters=models, time_limit=len(models) * args.time_limit)

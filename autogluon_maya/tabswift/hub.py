@@ -101,7 +101,7 @@ def cached_released() -> Optional[Path]:
         from huggingface_hub import try_to_load_from_cache
     except ImportError:
         return None
-    cached = try_to_load_from_cache(REPO_ID, FILENAME)
+    cached = try_to_load_from_cache(REPO_ID, FILENAME, revision=RELEASED_REVISION)
     return Path(cached) if isinstance(cached, str) and Path(cached).is_file() else None
 
 
@@ -157,6 +157,13 @@ def locate_released(timeout: Optional[float] = None, download: bool = False) -> 
             raise HubUnavailableError(f"{REPO_ID}/{FILENAME} ({how}) could not be converted: {err}") from None
 
     cached = cached_released()
+    if cached is not None:
+        try:
+            check_pinned(cached, "found in the local Hugging Face hub cache")
+        except HubUnavailableError:
+            if not download:
+                raise
+            cached = None  # another content than the pinned one: download the pinned revision instead
     if cached is not None:
         logger.info(f"TabSwift: {REPO_ID}/{FILENAME} found in the local hub cache; converting it once into {target}")
         return converted(str(cached), "found in the local Hugging Face hub cache")

@@ -71,16 +71,21 @@ def replay_steps(p: dict) -> int:
     return int(round(steps / float(share))) if share else int(round(steps))
 
 
+#: a refit's replayed fine-tuning may take this many times what the fit it replaces spent fine-tuning: its
+#: episodes can be larger (a fold's context has fewer rows than all of them) and the machine busier
+REPLAY_TIME_FACTOR = 2.0
+
+
 def replay_seconds(p: dict) -> Optional[float]:
-    """The seconds a refit's replayed fine-tuning may run: what the fit it replaces spent fine-tuning (the
-    mean over a bag's folds that fine-tuned, as ``replay_steps``).  AutoGluon gives a refit no time limit, and
-    the replay runs at most the steps the folds kept, without their validation passes, so the folds' own time
-    bounds it.  None where nothing was recorded (a user's explicit setting): no bound."""
+    """The seconds a refit's replayed fine-tuning may run: ``REPLAY_TIME_FACTOR`` x what the fit it replaces spent
+    fine-tuning (the mean over a bag's folds that fine-tuned, as ``replay_steps``).  AutoGluon gives a refit no time
+    limit; the replay runs at most the steps the folds kept, without their validation passes, so the folds' own
+    time bounds it.  None where nothing was recorded (a user's explicit setting): no bound."""
     seconds = p.get("fine_tune_seconds")
     if seconds is None:
         return None
     share = p.get("fine_tune_share")
-    return float(seconds) / float(share) if share else float(seconds)
+    return REPLAY_TIME_FACTOR * (float(seconds) / float(share) if share else float(seconds))
 
 
 def describe_checkpoint(path) -> str:
@@ -132,9 +137,11 @@ def _network_dims(checkpoint_path) -> tuple:
         candidates = [SHIPPED_CHECKPOINT]
     elif requested in ("auto", "hub"):
         from .hub import cached_released, converted_path
+        from .sources import auto_choice_made
 
-        candidates = [converted_path()]
-        if requested == "auto" and cached_released() is None:
+        chosen = auto_choice_made() if requested == "auto" else None
+        candidates = [chosen] if chosen is not None else [converted_path()]
+        if requested == "auto" and chosen is None and cached_released() is None:
             candidates.append(SHIPPED_CHECKPOINT)
     else:
         candidates = [Path(str(requested))]
@@ -237,7 +244,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                                                         summary)
         self._early_exit(ens, p, plan, score_fn, budget, time_limit, first_step, seed, summary)
         summary["prior_check"] = self._prior_step(np.asarray(y), y_val_np, plan, summary, score_fn, budget)
-        self._record_for_refits(p, choice, plan.mode, summary)
+        self._record_for_refits(p, choice, plan, summary)
         self._fit_summary = summary
 
     def _load_weights(self, p: Dict, device) -> tuple:
@@ -357,7 +364,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             decision = {
                 "requested": True, "fine_tuned": ran > 0, "rule": "replay",
                 "reason": f"no validation rows: {steps} steps replayed, the step count the validated fit kept"
-                          + (f", within {bound:.1f} s, the time its fine-tuning took" if bound is not None else ""),
+                          + (f", within {bound:.1f} s ({REPLAY_TIME_FACTOR:g} x the time its fine-tuning took)"
+                             if bound is not None else ""),
                 "steps_run": ran, "best_step": ran, "stop_reason": summary.get("stop_reason")}
         else:
             decision = {
@@ -413,26 +421,32 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             self._fall_back_to_prior(self._prior_prediction(y), reason)
         return {"checked": False, "fallback": plan.prior_refit, "reason": reason}
 
-    def _record_for_refits(self, p: Dict, choice, mode, summary: Dict) -> None:
+    def _record_for_refits(self, p: Dict, choice, plan: "FitPlan", summary: Dict) -> None:
         """What a refit without validation rows repeats, written by every fit on every path.  AutoGluon gives a
         refit the fit's ``params_trained`` as hyperparameters; a bag first combines its folds' records key by key
         over the first fold's keys (``BaggedEnsembleModel._get_compressed_params``), so a key that one fold
         lacks fails the bag's refit.  Recorded: the weights (``checkpoint_path`` by the value that names them
         again, ``CHOICE_KEY`` the decision "auto" took, "" where none), the fine-tuning outcome, the τ in use,
         and whether the fit fell back to the prior."""
-        d = summary["fine_tune_decision"]
+        d, mode = summary["fine_tune_decision"], plan.mode
         kept = bool(d["fine_tuned"])
         decided = choice.replay is not None and choice.replay != p["checkpoint_path"]
         self.params_trained["checkpoint_path"] = choice.replay or p["checkpoint_path"]
         self.params_trained[CHOICE_KEY] = (f"checkpoint_path={choice.requested!r}: {choice.reason}" if decided
                                            else p.get(CHOICE_KEY) or "")
+        # validated fine-tuning ran on the cosine horizon fine_tune_steps; a replay on the one it was given
+        horizon = p["fine_tune_steps"] if plan.has_val else p.get("fine_tune_schedule_steps") or p["fine_tune_steps"]
         self._record_fine_tune(p, kept, int(d.get("best_step", 0)) if kept else 0,
                                AUTO_CHOICES[kept] if mode == "auto" else p.get(FINE_TUNE_CHOICE_KEY) or "",
-                               seconds=float(summary.get("fine_tune_seconds", 0.0)) if kept else 0.0)
+                               seconds=float(summary.get("fine_tune_seconds", 0.0)) if kept else 0.0,
+                               horizon=int(horizon))
         self.params_trained["tau"] = self.model.tau
-        if "prior_share" not in self.params_trained:  # a refit: _check_against_prior did not run
-            self.params_trained["prior_share"] = 1.0 if self._prior is not None else 0.0
-            self.params_trained["prior_checked"] = 0.0
+        if "prior_share" not in self.params_trained:  # no validation rows: _check_against_prior did not run
+            # a refit passes on the record it repeated (a refit of it repeats the same decision); a first fit
+            # without validation rows has none
+            self.params_trained["prior_share"] = float(p["prior_share"]) if p.get("prior_share") is not None \
+                else (1.0 if self._prior is not None else 0.0)
+            self.params_trained["prior_checked"] = float(p.get("prior_checked") or 0.0)
 
     def _validated_score(self, summary: Dict) -> Optional[float]:
         """The whole ensemble's validation score as it now predicts, where this fit has measured it, else None:
@@ -563,18 +577,18 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         """params_trained of a fine_tune="auto" fit (``_record_fine_tune`` with the decision's text)."""
         self._record_fine_tune(p, kept, steps, AUTO_CHOICES[bool(kept)], seconds)
 
-    def _record_fine_tune(self, p, kept: bool, steps: int, choice: str, seconds: float = 0.0) -> None:
+    def _record_fine_tune(self, p, kept: bool, steps: int, choice: str, seconds: float = 0.0,
+                          horizon: Optional[int] = None) -> None:
         """The fine-tuning outcome as explicit values a refit repeats: whether the kept weights are fine-tuned,
         their step count and the cosine's horizon; ``fine_tune_share`` (1.0 or 0.0) lets a bag's refit average
         the step count over the folds that fine-tuned (``replay_steps``); ``choice``: the "auto" decision's text
         ("" where fine_tune was given); ``seconds``: how long the fine-tuning ran, the bound of a refit's replay
-        (``replay_seconds``)."""
+        (``replay_seconds``); ``horizon``: the cosine's horizon the fine-tuning ran on (default ``fine_tune_steps``)."""
         self.params_trained["fine_tune"] = bool(kept)
         self.params_trained["fine_tune_steps"] = int(steps)
         self.params_trained["fine_tune_seconds"] = float(seconds)
         self.params_trained["fine_tune_share"] = 1.0 if kept else 0.0
-        horizon = p.get("fine_tune_schedule_steps") or p["fine_tune_steps"]
-        self.params_trained["fine_tune_schedule_steps"] = int(horizon)
+        self.params_trained["fine_tune_schedule_steps"] = int(p["fine_tune_steps"] if horizon is None else horizon)
         self.params_trained[FINE_TUNE_CHOICE_KEY] = choice
 
     def _choose_threads(self, ens, p, seed: int, num_cpus: int, device, summary: Dict, trains: bool) -> tuple:

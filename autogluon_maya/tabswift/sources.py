@@ -74,6 +74,12 @@ def forget_auto_choice() -> None:
     _AUTO_CHOICE.clear()
 
 
+def auto_choice_made() -> Optional[Path]:
+    """The checkpoint "auto" chose earlier in this process for the caches in force now, or None."""
+    kept = _AUTO_CHOICE.get(_caches())
+    return None if kept is None else kept.path
+
+
 def _caches() -> tuple:
     from .released import cache_dir
 
@@ -86,9 +92,11 @@ def _caches() -> tuple:
 
 
 def _released_or_shipped(requested: str) -> WeightsChoice:
+    from .weights import checkpoint_paths
+
     key = _caches()
-    if key in _AUTO_CHOICE:
-        kept = _AUTO_CHOICE[key]
+    kept = _AUTO_CHOICE.get(key)
+    if kept is not None and checkpoint_paths(kept.path)[1].is_file():  # (a deleted copy: look again)
         return WeightsChoice(kept.path, kept.source, requested, kept.reason, kept.replay, kept.fallback)
     choice = _look_on_this_machine(requested)
     _AUTO_CHOICE[key] = choice

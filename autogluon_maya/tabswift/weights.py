@@ -60,12 +60,12 @@ def save_checkpoint(network: TabSwiftNetwork, path: PathLike,
     try:
         save_file(tensors, str(tmp), metadata={"format": "pt"})
         digest = sha256_file(tmp)
-        os.replace(tmp, weights)
+        _publish(tmp, weights)
         info = {"format": FORMAT, "format_version": FORMAT_VERSION, "config": network.config.to_dict(),
                 "sha256": digest, "weights_file": weights.name, "metadata": metadata or {}}
         tmp = _temporary(meta)
         tmp.write_text(json.dumps(info, indent=2, sort_keys=True))
-        os.replace(tmp, meta)
+        _publish(tmp, meta)
     finally:
         tmp.unlink(missing_ok=True)  # only where a step failed before its rename
     return weights, meta
@@ -76,6 +76,13 @@ def _temporary(target: Path) -> Path:
     fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     os.close(fd)
     return Path(name)
+
+
+def _publish(tmp: Path, target: Path) -> None:
+    """Rename a written temporary file onto ``target``, readable by every account first (``mkstemp`` and safetensors
+    create private files; a shared cache or a saved model must stay readable by the other users of the machine)."""
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, target)
 
 
 def read_checkpoint_info(path: PathLike) -> Dict[str, Any]:

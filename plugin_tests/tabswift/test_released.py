@@ -770,16 +770,24 @@ def test_a_released_file_that_is_not_the_pinned_one_is_refused(nothing_cached, m
         _serve_from(monkeypatch, server.url)
     else:
         _prefill_hub_cache(nothing_cached, changed, REPO_ID, FILENAME)
+    refused = f"has sha256 {_sha256(changed)}, not the pinned {_sha256(src)}"
     try:
-        with pytest.raises(HubUnavailableError, match=f"has sha256 {_sha256(changed)}, not the pinned {_sha256(src)}"):
-            resolve_checkpoint("hub")
-        assert choose_weights("auto").source == "shipped"
+        if how == "download":
+            with pytest.raises(HubUnavailableError, match=refused):
+                resolve_checkpoint("hub")
+        else:  # "hub" passes over the refused cached file to download the pinned one: here the hub is closed
+            with pytest.raises(HubUnavailableError, match="unreachable"):
+                resolve_checkpoint("hub")
+        auto = choose_weights("auto")
+        assert auto.source == "shipped"
+        assert how == "download" or refused in auto.reason, auto.reason
     finally:
         if server is not None:
             server.close()
     assert not (tmp_path / "cache" / "tabswift" / "hub").exists() or not any((tmp_path / "cache" / "tabswift" /
                                                                                "hub").iterdir())
     monkeypatch.setenv("AUTOGLUON_MAYA_RELEASED_SHA256", _sha256(changed))  # a user pins the file they audited
-    forget_auto_choice()
-    if how == "hub_cache":
-        assert choose_weights("auto").source == "released"
+    forget_auto_choice()  # the refused file stayed in the hub's local cache: pinned now, it converts
+    chosen = choose_weights("auto")
+    assert chosen.source == "released", chosen.reason
+    assert read_checkpoint_info(chosen.path)["metadata"]["source"]["sha256"] == _sha256(changed)

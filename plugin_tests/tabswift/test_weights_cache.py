@@ -30,4 +30,5 @@ def test_a_second_writer_between_write_and_rename_leaves_a_valid_checkpoint(tmp_
     loaded = load_checkpoint(target)  # checksum verified against the JSON that won
     assert read_checkpoint_info(target)["metadata"] == {"writer": "first"}
     assert sorted(p.name for p in target.parent.iterdir()) == ["swift.json", "swift.safetensors"]
+    assert all(p.stat().st_mode & 0o777 == 0o644 for p in target.parent.iterdir())  # readable by other accounts
     assert all((a == b).all() for a, b in zip(loaded.state_dict().values(), net.state_dict().values()))

@@ -46,7 +46,6 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     # training
     "learning_rate": 1e-3,
     "weight_decay": 1e-5,
-    "grad_clip": None,  # None, or the largest gradient norm a step applies (torch's clip_grad_norm_)
     "batch_size": "auto",  # AUTO_BATCH_ROWS, fewer on small tables; an int is used as given
     "recipe": "default",  # or "paper" (PAPER)
     "max_epochs": 200,
@@ -75,7 +74,7 @@ AUTO_BATCH_ROWS = _cls_reg(128, 256)._asdict()
 # batch; the trainer reads the recipe for a constant rate and weight decay on weight matrices only.
 PAPER: Dict[str, Any] = {"batch_size": 1024, "ensemble_members": 1, "parallel_members": 1, "ema_epochs": None,
                          "validation_every": 1, "numeric_transform": "quantile", "numeric_scale": 1.0,
-                         "num_embeddings": None, "grad_clip": None}
+                         "num_embeddings": None}
 # The members a refit_full trains.  Given explicitly, REPLAY_KEY is [[seed, epochs], ...], replayed exactly
 # (members.train_members).  A fit records its own as plain integers instead (replay_record), because a bagged
 # model's refit combines its folds' records key by key (AutoGluon's BaggedEnsembleModel._get_compressed_params:
@@ -172,7 +171,6 @@ CHECKS = {
     **{k: ("'relu' or 'prelu'", _one_of("relu", "prelu")) for k in ("act_type", "decoder_act_type")},
     "branch_momentum": ("a number in [0, 1]", _real(0, 1)),
     "weight_decay": ("a number >= 0", _real(0)),
-    "grad_clip": ("None or a number > 0", _or(lambda v: v is None, _real(0, lo_open=True))),
     "batch_size": ("'auto' or an integer >= 2", _or(_one_of("auto"), _int(2))),
     "recipe": ("'default' or 'paper'", _one_of("default", "paper")),
     "patience": ("None or an integer >= 1", _or(lambda v: v is None, _int(1))),

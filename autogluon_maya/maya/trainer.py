@@ -422,8 +422,6 @@ def _train_epoch(net: MayaNetwork, opt, data: TrainData, cfg: TrainConfig, batch
         loss = (per_row * w[idx_t]).sum() / w[idx_t].sum() if w is not None else per_row.mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
-        if params["grad_clip"] is not None:
-            torch.nn.utils.clip_grad_norm_(net.parameters(), params["grad_clip"])
         opt.step()
         if use_bw:
             net.update_branch_weights(branches, lambda q: loss_fn(q, yt).mean(), params["branch_momentum"])

@@ -27,7 +27,6 @@ PAPER = {
     "num_embeddings": None,  # that linear token, not a periodic or piecewise-linear embedding
     "ema_epochs": None,  # the trained weights, no moving average
     "validation_every": 1,  # early stopping on the validation score of every epoch
-    "grad_clip": None,  # no gradient clipping
     "recipe": "paper",  # the trainer: constant learning rate, weight decay on weight matrices only
 }
 TABLE12_BATCHES = {1024, 2048, 4096}

@@ -56,8 +56,8 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     "parallel_members": "auto",  # CPU: the first two members train at once, one thread each
     "adaptive_threads": True,  # CPU: keep 1 or num_cpus threads, whichever steps faster
     # preprocessing
-    "numeric_transform": ByType("quantile", "minmax_or_quantile", "quantile", "quantile"),
-    "numeric_scale": ByType(1.0, 5.0, 1.0, 1.0),  # numeric token j = (s x_j) W_j + b_j
+    "numeric_transform": "quantile",  # the paper's; the others are options (common.preprocessing)
+    "numeric_scale": 1.0,  # numeric token j = (s x_j) W_j + b_j
     # the numeric token: None is the paper's linear token (Eq. 1); "periodic" / "piecewise" are the embeddings of
     # Gorishniy et al. 2022 (network.FeatureTokenizer, NUM_EMBEDDINGS).  Piecewise for binary and regression,
     # the linear token for multiclass: chosen on validation scores (docs/maya.md, "Numeric embeddings")

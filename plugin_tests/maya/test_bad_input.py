@@ -93,7 +93,8 @@ def test_model_learns_a_simple_signal():
     ({"numeric_transform": "none"}, "binary", "none"),
     ({"numeric_transform": "quantile", "recipe": "paper"}, "binary", "quantile"),
     # the table's (defaults.DEFAULT_PARAMS) and the paper recipe's
-    ({}, "multiclass", "minmax_or_quantile"),
+    ({}, "multiclass", "quantile"),
+    ({"numeric_transform": "minmax_or_quantile"}, "multiclass", "minmax_or_quantile"),
     ({"recipe": "paper"}, "multiclass", "quantile"),
     ({}, "binary", "quantile"),
     ({}, "regression", "quantile"),
@@ -125,7 +126,8 @@ def test_numeric_transform_reaches_the_fitted_encoder(setting, problem_type, wan
 
 @pytest.mark.parametrize("setting, problem_type, want", [
     ({"numeric_scale": 2.5}, "binary", 2.5),
-    ({}, "multiclass", 5.0),  # the table's (defaults.DEFAULT_PARAMS)
+    ({}, "multiclass", 1.0),  # the table's (defaults.DEFAULT_PARAMS)
+    ({"numeric_scale": 5.0}, "multiclass", 5.0),
     ({"recipe": "paper"}, "multiclass", 1.0),
     ({}, "binary", 1.0),
     ({}, "regression", 1.0)])

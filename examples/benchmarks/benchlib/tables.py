@@ -700,7 +700,8 @@ def budget_trials(folder: str = BUDGET, base: str = "MAYA", trials: Sequence[tup
             gains.append(g)
             secs[0].append(float(a["fit_s"]))
             secs[1].append(float(b["fit_s"]))
-        body.append([label, str(len(pairs)), " / ".join(map(str, counts)), f"{100 * sum(gains) / len(gains):+.2f} %",
+        mean = round(100 * sum(gains) / len(gains), 2) + 0.0  # (+ 0.0: no "-0.00")
+        body.append([label, str(len(pairs)), " / ".join(map(str, counts)), f"{mean:+.2f} %",
                      f"{sum(secs[0]) / len(pairs):.0f}", f"{sum(secs[1]) / len(pairs):.0f}"])
     return markdown(["trial (against the default)", "pairs", "better / level / worse", "mean relative gain",
                      "default s", "trial s"], body)

@@ -149,8 +149,9 @@ def locate_released(timeout: Optional[float] = None, download: bool = False) -> 
         raise ImportError(f"the authors' weights from the model hub need the optional package huggingface_hub "
                           f"(pip install 'autogluon_maya[hub]'); or {MANUAL}") from None
 
-    def converted(src: str, how: str) -> Tuple[Path, str]:
-        check_pinned(Path(src), how)
+    def converted(src: str, how: str, checked: bool = False) -> Tuple[Path, str]:
+        if not checked:  # (the digest of 33 MB: computed once)
+            check_pinned(Path(src), how)
         try:
             return convert(src, target), how
         except ReleasedCheckpointError as err:  # the converter refuses what the hub serves: say which tensor
@@ -166,7 +167,7 @@ def locate_released(timeout: Optional[float] = None, download: bool = False) -> 
             cached = None  # another content than the pinned one: download the pinned revision instead
     if cached is not None:
         logger.info(f"TabSwift: {REPO_ID}/{FILENAME} found in the local hub cache; converting it once into {target}")
-        return converted(str(cached), "found in the local Hugging Face hub cache")
+        return converted(str(cached), "found in the local Hugging Face hub cache", checked=True)
     if not download:
         raise HubUnavailableError(f"{REPO_ID}/{FILENAME} is not on this machine; {PREFETCH_HINT}")
     # huggingface_hub reads HF_ENDPOINT / HF_HUB_OFFLINE when it is first imported

@@ -729,7 +729,6 @@ def test_prefetch_downloads_once_and_auto_then_uses_the_released_weights_offline
         hub.close()
     assert before.source == "shipped" and asked_before == 0
     assert asked > 0 and hub.requests() == asked
-    assert threading.active_count() < 50 and not [t for t in threading.enumerate() if "download" in t.name]
     assert (after.path, after.source) == (converted, "released") and "converted copy in" in after.reason
     assert read_checkpoint_info(converted)["metadata"]["source"]["sha256"] == _sha256(src)
     forget_auto_choice()  # a later process: the hub is gone, the converted copy serves

@@ -646,7 +646,7 @@ def _settings_table(folder: str, variants: Sequence[tuple], key: str, base_name:
         for m, _ in variants[1:]:
             base = vals[base_model]
             better[m] += (vals[m] < base) if regression else (vals[m] > base)
-            gains[m].append((base - vals[m]) / base if regression else (vals[m] - base) / base)
+            gains[m].append(_relative_gain(base, vals[m], regression))
     for regression, label in ((False, "mean accuracy, {} classification pairs"), (True, "mean RMSE, {} regression pairs")):
         group = by_metric.get(regression, [])
         if group and not (regression and len(tables_of[True]) > 1):  # RMSEs of different tables do not average

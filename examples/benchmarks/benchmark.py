@@ -55,6 +55,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help=f"preset: {QUICK}; explicit options still win")
     ap.add_argument("--report-only", action="store_true", help="no fitting: rebuild the report from results.jsonl")
     ap.add_argument("--retry-failed", action="store_true", help="run again the keys whose last result failed")
+    ap.add_argument("--redo-before", help="also fit again every key whose latest row started before this ISO time "
+                                          "(e.g. 2026-12-06T07:00): a resumable rerun after a code change")
     ap.add_argument("--hard-timeout", type=float, help="kill a fit after this many seconds (default 3 x limit + 600)")
     ap.add_argument("--pama-tolerance", type=float, default=0.0,
                     help="relative tolerance for PAMA (0 = strictly the best, ties included)")
@@ -86,7 +88,8 @@ def main(argv=None) -> None:
         from benchlib.runner import run_benchmark
 
         run_benchmark(make_tasks(args), args.data_dir, out / "results.jsonl", num_cpus=args.num_cpus,
-                      retry_failed=args.retry_failed, hard_timeout=args.hard_timeout)
+                      retry_failed=args.retry_failed, hard_timeout=args.hard_timeout,
+                      redo_before=args.redo_before)
     from benchlib.report import write_report
 
     paths = write_report(out, tolerance=args.pama_tolerance, alpha=args.alpha, report_dir=args.report_dir)

@@ -343,3 +343,15 @@ def test_prediction_scores_by_hand():
     assert prediction_scores("multiclass", y, ["a", "b", "b", "b"], proba, positive_class="b")["roc_auc"] == \
         pytest.approx(0.75)
     assert prediction_scores("regression", [1.0, 2.0, 3.0], [1.0, 2.0, 5.0]) == {"rmse": pytest.approx((4 / 3) ** 0.5)}
+
+
+def test_redo_before_reruns_older_rows_and_resumes():
+    tasks = [Task("d1", "A", s, 300) for s in (0, 1)]
+    old = dict(_row("d1", "A", "binary", 0, accuracy=0.9), started="2026-12-04T22:32:01")
+    new = dict(_row("d1", "A", "binary", 1, accuracy=0.8), started="2026-12-06T08:00:00")
+    assert todo(tasks, [old, new]) == []
+    # the row started before the cut is fitted again, the newer one is not
+    assert [t.key[:3] for t in todo(tasks, [old, new], redo_before="2026-12-06T07:00")] == [("d1", "A", 0)]
+    # once the rerun's row is written, a resumed rerun has nothing left to do
+    redone = dict(old, started="2026-12-06T07:10:00")
+    assert todo(tasks, [old, new, redone], redo_before="2026-12-06T07:00") == []

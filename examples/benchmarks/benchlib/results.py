@@ -124,12 +124,17 @@ def latest_by_key(rows: Iterable[dict]) -> Dict[Key, dict]:
     return out
 
 
-def todo(tasks: Iterable[Task], rows: Iterable[dict], retry_failed: bool = False) -> List[Task]:
-    """The tasks whose key has no result yet (or only a failure, with ``retry_failed``), in order."""
+def todo(tasks: Iterable[Task], rows: Iterable[dict], retry_failed: bool = False,
+         redo_before: Optional[str] = None) -> List[Task]:
+    """The tasks whose key has no result yet (or only a failure, with ``retry_failed``), in order.
+    ``redo_before`` (an ISO time such as ``2026-12-06T07:00``) also runs again every key whose latest row was
+    started before it: a rerun of a model after a code change that resumes where it stopped, since the rows it
+    writes are started after that time (reports take the latest row of a key)."""
     done = latest_by_key(rows)
     pending = []
     for task in tasks:
         row = done.get(task.key)
-        if row is None or (retry_failed and not is_ok(row)):
+        stale = row is not None and redo_before is not None and str(row.get("started", "")) < redo_before
+        if row is None or stale or (retry_failed and not is_ok(row)):
             pending.append(task)
     return pending

@@ -153,10 +153,10 @@ def run_task(task: Task, data_dir: str | Path, num_cpus: int = 2, hard_timeout: 
 
 def run_benchmark(tasks: Iterable[Task], data_dir: str | Path, results_path: str | Path, num_cpus: int = 2,
                   retry_failed: bool = False, hard_timeout: Optional[float] = None,
-                  log: Callable[[str], None] = print) -> List[dict]:
+                  log: Callable[[str], None] = print, redo_before: Optional[str] = None) -> List[dict]:
     """Run every task not yet in ``results_path``, appending each row as soon as it is done."""
     tasks = list(tasks)
-    pending = todo(tasks, read_results(results_path), retry_failed=retry_failed)
+    pending = todo(tasks, read_results(results_path), retry_failed=retry_failed, redo_before=redo_before)
     log(f"{len(tasks)} fits requested, {len(tasks) - len(pending)} already in {results_path}, {len(pending)} to run")
     rows = []
     for i, task in enumerate(pending, 1):

@@ -32,13 +32,24 @@ def target_scale(y) -> Tuple[float, float]:
     return mean, (std if std > 1e-12 * (1.0 + abs(mean)) else 1.0)
 
 
+def _stored(h: torch.Tensor) -> torch.Tensor:
+    """A block's input tokens as a cache keeps them for saving: float16 (half the bytes of float32; predictions from
+    them differ by ~1e-5 in probability on real tables), float32 where a value is beyond half float16's range."""
+    if h.dtype == torch.float16 or float(h.abs().max()) > torch.finfo(torch.float16).max / 2:
+        return h.detach().clone()
+    return h.detach().to(torch.float16)
+
+
 @dataclass
 class ContextCache:
     """Everything a query needs from the context; tied to the network that built it.
 
     ``keys``/``values``: per block, (1, H, K + n_support, d_h).  ``register_means``: per block, (1, d),
     the mean register state *after* that block.  For regression ``y_mean``/``y_std`` undo the target
-    standardization; ``n_classes`` is the number of logits kept for classification.
+    standardization; ``n_classes`` is the number of logits kept for classification.  ``block_inputs``: per
+    block, the context tokens (1, K + n_support, d) that entered it, in float16 (``_stored``), kept only when asked
+    (``keep_inputs``): they are what a saved model stores, a quarter of the size of the float32 keys and values
+    they give back (``TabSwiftEngine.restore_context``).
     """
 
     task: str
@@ -50,15 +61,17 @@ class ContextCache:
     n_classes: Optional[int] = None
     y_mean: float = 0.0
     y_std: float = 1.0
+    block_inputs: Optional[List[torch.Tensor]] = None
 
     def to(self, device) -> "ContextCache":
-        move = lambda ts: [t.to(device) for t in ts]  # noqa: E731
+        move = lambda ts: None if ts is None else [t.to(device) for t in ts]  # noqa: E731
         return replace(self, keys=move(self.keys), values=move(self.values),
-                       register_means=move(self.register_means))
+                       register_means=move(self.register_means), block_inputs=move(self.block_inputs))
 
     @property
     def nbytes(self) -> int:
-        return sum(t.numel() * t.element_size() for t in (*self.keys, *self.values, *self.register_means))
+        tensors = (*self.keys, *self.values, *self.register_means, *(self.block_inputs or ()))
+        return sum(t.numel() * t.element_size() for t in tensors)
 
 
 @dataclass
@@ -90,12 +103,14 @@ class TabSwiftEngine:
         return torch.as_tensor(a).to(device=p.device, dtype=dtype or p.dtype)
 
     @torch.no_grad()
-    def encode_context(self, x_support, y_support, task: str, n_classes: Optional[int] = None) -> ContextCache:
+    def encode_context(self, x_support, y_support, task: str, n_classes: Optional[int] = None,
+                       keep_inputs: bool = False) -> ContextCache:
         """Run registers + support through all blocks once; return the per-block K/V cache.
 
         x_support (n, F) numeric and preprocessed; y_support (n,) class ids 0..C-1 or raw regression
         targets, which are standardized here with the context's mean/std (and un-standardized by
-        ``predict``).  ``n_classes`` defaults to max(y) + 1.
+        ``predict``).  ``n_classes`` defaults to max(y) + 1.  ``keep_inputs`` also keeps each block's input
+        tokens (``ContextCache.block_inputs``), for a model that saves its caches.
         """
         check_task(task)
         x = self._tensor(x_support)
@@ -118,8 +133,10 @@ class TabSwiftEngine:
             n_classes = None
 
         h = self.net.context_tokens(x.unsqueeze(0), y.unsqueeze(0), task)
-        keys, values, reg_means = [], [], []
+        keys, values, reg_means, inputs = [], [], [], []
         for block in self.net.blocks:
+            if keep_inputs:
+                inputs.append(_stored(h))
             k, v = block.context_kv(h)
             h = torch.cat([block.mix(h[:, s:s + self.chunk_size], k, v)
                            for s in range(0, h.shape[1], self.chunk_size)], dim=1)
@@ -128,7 +145,21 @@ class TabSwiftEngine:
             reg_means.append(self.net.register_mean(h))
         return ContextCache(task=task, keys=keys, values=values, register_means=reg_means,
                             n_features=x.shape[1], n_support=x.shape[0], n_classes=n_classes,
-                            y_mean=y_mean, y_std=y_std)
+                            y_mean=y_mean, y_std=y_std, block_inputs=inputs if keep_inputs else None)
+
+    @torch.no_grad()
+    def restore_context(self, cache: ContextCache) -> ContextCache:
+        """The keys and values of a cache known by its ``block_inputs`` (a saved cache): each block's K/V
+        projection of its input tokens, the only step of ``encode_context`` that feeds the cache (the
+        attention over the context, nearly all of its cost, is not repeated).  Inputs stored in a lower
+        precision are widened to the network's dtype first."""
+        if cache.block_inputs is None or len(cache.block_inputs) != len(self.net.blocks):
+            raise ValueError(f"a cache to restore needs the input tokens of each of the {len(self.net.blocks)} "
+                             f"blocks")
+        dtype = self.net.registers.dtype
+        kv = [block.context_kv(self._tensor(h, dtype)) for block, h in zip(self.net.blocks, cache.block_inputs)]
+        return replace(cache, keys=[k for k, _ in kv], values=[v for _, v in kv],
+                       register_means=[self._tensor(r, dtype) for r in cache.register_means])
 
     @torch.no_grad()
     def predict(self, x_query, cache: ContextCache, tau: Optional[float] = None) -> EnginePrediction:

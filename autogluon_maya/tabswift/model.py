@@ -9,8 +9,11 @@ from that:
   (``refit_folds``), since more context rows help an ICL model and cost no training;
 - the weights are saved beside the pickle as safetensors (config + checksum), never pickled: a
   fine-tuned network is preserved exactly, and loading never runs pickled torch code;
+- the members' context caches are saved too (``disk_cache_mb``; float16 block inputs beside the weights): AutoGluon
+  loads a model from disk for every predict call unless the predictor is persisted, and without them each such
+  call would encode every member's context again;
 - a model fitted on a GPU loads on a CPU-only machine (the network is rebuilt on the device chosen at
-  load time; context caches are rebuilt on first use).
+  load time, and so are the saved caches' keys and values).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from .defaults import DEFAULT_PARAMS
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 WEIGHTS_NAME = "tabswift_weights"
+CACHES_NAME = "tabswift_context_caches.safetensors"
 TAU_CANDIDATES = (0.99, 0.95, 0.9, 0.8, 0.7, 0.6, 0.5)
 #: set in params_trained when "auto" (or the environment variable) chose the weights: why, for the refit
 #: that loads the same weights by their explicit name (``sources.WeightsChoice.replay``)
@@ -244,6 +248,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                                                         summary)
         self._early_exit(ens, p, plan, score_fn, budget, time_limit, first_step, seed, summary)
         summary["prior_check"] = self._prior_step(np.asarray(y), y_val_np, plan, summary, score_fn, budget)
+        summary["members_encoded_at_fit"] = self._warm_caches(ens, p, plan, budget, threads)
         self._record_for_refits(p, choice, plan, summary)
         self._fit_summary = summary
 
@@ -298,9 +303,23 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             tau=None if tau in (None, "auto") or plan.headless else float(tau), cache_max_mb=float(p["cache_max_mb"]),
             wide_features=str(p.get("wide_features", "select")), pipeline=str(p.get("pipeline", "ours"))))
         classification = plan.task == CLASSIFICATION
+        ens.keep_block_inputs = float(p["disk_cache_mb"]) > 0  # what a saved model stores of its caches
         ens.fit(X, y.astype(np.int64) if classification else y.astype(np.float64),
                 n_classes=self.num_classes if classification else None)
         return ens
+
+    def _warm_caches(self, ens, p: Dict, plan: "FitPlan", budget, threads: int) -> int:
+        """Step 7: a fit without validation rows (a refit) encodes its members' contexts before it is saved, so
+        that the saved model carries them (``disk_cache_mb``); member by member, none started once the next is
+        due to end past the time budget.  With validation rows AutoGluon's own prediction of them (the score,
+        or a fold's out-of-fold rows) encodes them before the save.  Returns the members encoded here."""
+        from ..common.training import torch_threads
+
+        if plan.has_val or ens.network is None or float(p["disk_cache_mb"]) <= 0:
+            return 0
+        end = None if budget.limit is None else budget.start + budget.limit
+        with torch_threads(threads):
+            return ens.warm(deadline=end, clock=budget.clock)
 
     def _validation_score(self, X_val, y_val, threads: int) -> tuple:
         """(a function scoring the ensemble as it now predicts on the validation rows, on the stopping metric and
@@ -783,6 +802,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             if network is None:
                 return super().save(path=path, verbose=verbose)
             save_checkpoint(network, Path(path) / WEIGHTS_NAME, metadata={"source": "TabSwiftModel.save"})
+            self._save_caches(Path(path))
             self.model.set_network(None)
             try:
                 return super().save(path=path, verbose=verbose)
@@ -790,6 +810,56 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                 self.model.set_network(network)
         finally:
             self._fit_threads = fit_threads
+
+    def _save_caches(self, path: Path) -> int:
+        """Write the members' context caches (``export_caches``, at most ``disk_cache_mb``) beside the weights, with
+        the sha256 of the weights they were encoded with; remove a stale file where none is kept.  Returns how
+        many caches were written."""
+        import json
+
+        from safetensors.torch import save_file
+
+        from .weights import _publish, _temporary, read_checkpoint_info
+
+        target = path / CACHES_NAME
+        limit = float(self._get_model_params().get("disk_cache_mb", DEFAULT_PARAMS["disk_cache_mb"]) or 0)
+        tensors, records = self.model.export_caches(int(limit * 2 ** 20)) if limit > 0 else ({}, [])
+        if not records:
+            target.unlink(missing_ok=True)
+            return 0
+        sha = read_checkpoint_info(path / WEIGHTS_NAME)["sha256"]
+        tmp = _temporary(target)
+        try:
+            save_file(tensors, str(tmp), metadata={"caches": json.dumps(records), "weights_sha256": sha})
+            _publish(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return len(records)
+
+    def _load_caches(self, path: Path) -> int:
+        """Restore the caches ``_save_caches`` wrote, if they belong to the weights just loaded; returns how many."""
+        import json
+
+        from safetensors import safe_open
+
+        from .weights import read_checkpoint_info
+
+        source = path / CACHES_NAME
+        if not source.is_file():
+            return 0
+        try:
+            with safe_open(str(source), framework="pt", device="cpu") as f:
+                meta = f.metadata() or {}
+                tensors = {k: f.get_tensor(k) for k in f.keys()}
+            records = json.loads(meta["caches"])
+        except Exception as err:  # an unreadable file costs speed, never a prediction
+            logger.warning(f"TabSwift: context caches in {source} not read ({type(err).__name__}: {err}); "
+                           f"they are encoded again on first use")
+            return 0
+        if meta.get("weights_sha256") != read_checkpoint_info(path / WEIGHTS_NAME)["sha256"]:
+            logger.warning(f"TabSwift: context caches in {source} belong to other weights; not used")
+            return 0
+        return self.model.import_caches(tensors, records)
 
     @classmethod
     def load(cls, path: str, reset_paths: bool = True, verbose: bool = True):
@@ -800,6 +870,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         if model.model is not None and model.model.network is None and model._prior is None:
             network = load_checkpoint(weights).to(model.to_torch_device(model.suggest_device_infer()))
             model.model.set_network(network)
+            model._load_caches(Path(path))
         return model
 
     # ---- device / resources / tags ------------------------------------------------------
@@ -816,7 +887,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                                       num_classes: int = 1, **kwargs) -> int:
         """Bytes a fit and its predictions add: a fixed overhead (the loaded network, the preprocessing, torch's
         allocator), the preprocessed context copies (one per normalization variant), the context K/V caches
-        of every member (2 x layers x (context + registers) x d floats each, capped by ``cache_max_mb``), one
+        of every member (layers x (context + registers) x d x 8 bytes of float32 keys and values, plus 2 for the float16
+        block inputs where ``disk_cache_mb`` keeps them to save them; capped by ``cache_max_mb``), one
         attention block of ``chunk_size`` queries x context keys per head, and, where fine-tuning will run,
         its episodes' activations and attention maps kept for the backward pass.  The sizes come from the
         checkpoint the fit will load (``_network_dims``); torch's own import is added where it has not
@@ -835,7 +907,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         members = int(num("n_estimators"))
         f = min(max(1, X.shape[1]), 100)
         data = 8 * ctx * f * 2 * 4
-        cache = min(float(num("cache_max_mb")) * 2 ** 20, members * 2 * layers * keys * d * 4)
+        kept = 10 if float(num("disk_cache_mb")) > 0 else 8  # float32 keys + values (+ float16 block inputs)
+        cache = min(float(num("cache_max_mb")) * 2 ** 20, members * kept * layers * keys * d)
         attention = heads * int(num("chunk_size")) * keys * 4 * 3
         fine_tune = num("fine_tune")
         tune = 0

@@ -207,7 +207,8 @@ def test_fine_tuning_without_tau_drops_the_exit_heads_it_would_leave_stale(tmp_p
     model.save()
     loaded = TabSwiftModel.load(model.path)
     assert loaded.model.network.n_exit_layers == 0
-    np.testing.assert_allclose(loaded.predict(X_val), model.predict(X_val), rtol=1e-6)
+    # the saved context caches hold float16 block inputs: equal to ~1e-5 relative
+    np.testing.assert_allclose(loaded.predict(X_val), model.predict(X_val), rtol=1e-4)
     loaded.model.tau = 0.9
     with pytest.raises(ValueError, match="early_exit=False"):
         loaded.predict(X_val)

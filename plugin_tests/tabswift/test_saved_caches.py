@@ -1,0 +1,118 @@
+"""A saved TabSwift model carries its members' context caches (``disk_cache_mb``), so that a model loaded from disk
+(AutoGluon's path for every predict call of a predictor that is not persisted) predicts without encoding its
+contexts again; caches of other weights, or beyond the size limit, are not used."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+
+from autogluon_maya import TabSwiftModel
+from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
+from autogluon_maya.tabswift.engine import TabSwiftEngine
+from autogluon_maya.tabswift.ensemble import TabSwiftEnsemble
+from autogluon_maya.tabswift.model import CACHES_NAME
+from autogluon_maya.tabswift.network import CLASSIFICATION
+from autogluon_maya.tabswift.weights import load_checkpoint
+from plugin_tests.resources import fit_on_cores
+from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
+
+pytestmark = pytest.mark.usefixtures("torch_globals_kept")
+
+HP = {"checkpoint_path": "shipped", "n_estimators": 3, "max_context_rows": 256, "fine_tune": False}
+
+
+def _data(n: int = 300, seed: int = 0, classes: int = 3):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "c": rng.normal(size=n)})
+    y = pd.Series(np.digitize(X["a"] + 0.3 * X["b"], np.quantile(X["a"], np.linspace(0, 1, classes + 1)[1:-1])),
+                  name="y")
+    return X, y
+
+
+def _fit(tmp_path, hp: dict, validation: bool = True, name: str = "m") -> TabSwiftModel:
+    X, y = _data()
+    model = TabSwiftModel(path=str(tmp_path / name), name=name, problem_type="multiclass", eval_metric="accuracy",
+                          hyperparameters={**HP, **hp})
+    val = dict(X_val=X.iloc[200:], y_val=y.iloc[200:]) if validation else {}
+    fit_on_cores(model, 1, X=X.iloc[:200], y=y.iloc[:200], **val)
+    return model
+
+
+def _no_encoding(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("a context was encoded again after the load")
+
+    monkeypatch.setattr(TabSwiftEngine, "encode_context", refuse)
+
+
+def test_a_loaded_model_predicts_from_its_saved_caches(tmp_path, monkeypatch):
+    model = _fit(tmp_path, {})
+    X, _ = _data()
+    proba = model.predict_proba(X.iloc[200:])  # the validation pass AutoGluon makes: encodes every member
+    model.save()
+    assert (Path(model.path) / CACHES_NAME).is_file()
+    _no_encoding(monkeypatch)
+    loaded = TabSwiftModel.load(model.path)
+    assert {k for k in loaded.model._caches} == {("member", i) for i in range(3)}
+    # float16 block inputs: the same predictions to ~1e-4
+    np.testing.assert_allclose(loaded.predict_proba(X.iloc[200:]), proba, atol=1e-3)
+    loaded.save()  # a second save keeps them (AutoGluon saves a loaded model again, e.g. when persisting a bag)
+    assert len(TabSwiftModel.load(model.path).model._caches) == 3
+
+
+def test_a_fit_without_validation_rows_encodes_its_members_before_the_save(tmp_path, monkeypatch):
+    """A refit has no validation pass that would encode its contexts: it encodes them itself."""
+    model = _fit(tmp_path, {}, validation=False)
+    assert model._fit_summary["members_encoded_at_fit"] == 3
+    model.save()
+    _no_encoding(monkeypatch)
+    assert len(TabSwiftModel.load(model.path).model._caches) == 3
+
+
+def test_disk_cache_off_and_the_size_limit(tmp_path):
+    X, _ = _data()
+    off = _fit(tmp_path, {"disk_cache_mb": 0}, name="off")
+    assert off._fit_summary["members_encoded_at_fit"] == 0
+    off.predict_proba(X.iloc[200:])
+    assert all(c.block_inputs is None for c in off.model._caches.values())  # nothing kept to save
+    off.save()
+    assert not (Path(off.path) / CACHES_NAME).exists() and not TabSwiftModel.load(off.path).model._caches
+    cfg = load_checkpoint(SHIPPED_CHECKPOINT).config
+    size = cfg.n_layers * (200 + cfg.n_registers) * cfg.d_model * 2  # one member's float16 block inputs
+    one = _fit(tmp_path, {"disk_cache_mb": 1.5 * size / 2 ** 20}, name="one")  # room for one member, not two
+    one.predict_proba(X.iloc[200:])
+    assert sum(h.numel() * 2 for h in one.model._caches[("member", 0)].block_inputs) == size
+    one.save()
+    assert set(TabSwiftModel.load(one.path).model._caches) == {("member", 0)}
+
+
+def test_caches_of_other_weights_are_not_used(tmp_path):
+    model = _fit(tmp_path, {})
+    X, _ = _data()
+    proba = model.predict_proba(X.iloc[200:])
+    model.save()
+    path = Path(model.path) / CACHES_NAME
+    with safe_open(str(path), framework="pt") as f:
+        meta = dict(f.metadata())
+    save_file(load_file(str(path)), str(path), metadata={**meta, "weights_sha256": "0" * 64})
+    loaded = TabSwiftModel.load(model.path)
+    assert not loaded.model._caches
+    np.testing.assert_allclose(loaded.predict_proba(X.iloc[200:]), proba, atol=1e-5)  # encoded afresh
+
+
+def test_warm_stops_before_a_member_would_end_past_the_deadline():
+    """Member by member at the pace of the last one, on an injected clock that advances 1 s per reading."""
+    X, y = _data()
+    ens = TabSwiftEnsemble(load_checkpoint(SHIPPED_CHECKPOINT), CLASSIFICATION, n_estimators=4)
+    ens.fit(X.to_numpy(), y.to_numpy(), n_classes=3)
+    ticks = iter(range(100))
+    # member 0 starts at 0 and ends at 1 (1 s); member 1 starts at 2 and would end at 3 = the deadline: not begun
+    assert ens.warm(deadline=3.0, clock=lambda: float(next(ticks))) == 1
+    assert set(ens._caches) == {("member", 0)}
+    assert ens.warm() == 4 and len(ens._caches) == 4

@@ -19,10 +19,17 @@ and picks the final model.
 - ``gbdt``:  LightGBM + CatBoost + XGBoost (the tree entries of the preset, plus XGB);
 - ``ours``:  the same trees + MAYA + TabSwift as ``autogluon_maya.hyperparameters(--preset)`` gives them
   (``light``: the preset for CPUs), i.e. the preset plus XGB (``examples/stack_with_gbdts.portfolio``);
-- ``ag_dl``: the same trees + TabM + RealMLP, AutoGluon's own CPU-capable deep models at their defaults
-  (``pip install "autogluon_maya[bench]"`` brings pytabkit).  They get the preset's schedule of the neural
-  models (TabM TabSwift's ``priority``, RealMLP MAYA's ``priority`` and ``ag_args_fit``, e.g. its share of the
-  time left), so that ``ours`` and ``ag_dl`` differ in their models, not in when and how long they run.
+- ``ag_dl``: the same trees + TabM + RealMLP, AutoGluon's own CPU-capable deep models, as
+  ``TabularPredictor.fit(hyperparameters={..., "TABM": {}, "REALMLP": {}})`` schedules them: their defaults and
+  class priorities (LightGBM 90, TabM 85, RealMLP 75, CatBoost 70, XGBoost 40), no time share of ours
+  (``pip install "autogluon_maya[bench]"`` brings pytabkit);
+- ``all``: the trees + MAYA + TabSwift + TabM + RealMLP.  The ``light`` preset's share mechanism extended to three
+  neural families (``ALL_SCHEDULE``): after LightGBM, TabM, MAYA and RealMLP in turn, each allowed at most an equal
+  share of the level's time left when it starts (1/5, 1/4, 1/3, ``ag_args_fit.max_time_limit_ratio``), so CatBoost
+  and XGBoost keep at least the last 2/5; TabSwift (seconds) last, at level 1 only, as in the preset.  The
+  shares follow from counting the families, not from a search on the benchmark tables.
+
+Every configuration shares the trees: LightGBM, CatBoost and XGBoost at AutoGluon's defaults.
 
 Rows written by an earlier version of this script under the name ``mixed`` are read as ``ours``.
 
@@ -80,10 +87,14 @@ from benchlib.provenance import code_version as provenance_code_version  # noqa:
 #: 6 binary, 3 multiclass, 3 regression tables (letter, otto and house_16H are subsampled)
 DATASETS = ("qsar_biodeg,seismic_bumps,phoneme,spambase,telco_churn,bank_churn,"
             "satimage,letter,otto,ames_housing,cpu_act,house_16H")
-CONFIGS = ("gbdt", "ours", "ag_dl")
+CONFIGS = ("gbdt", "ours", "ag_dl", "all")
 OLD_CONFIG_NAMES = {"mixed": "ours"}
 GBDT_KEYS = ("GBM", "CAT", "XGB")
 AG_DL_SMOKE = {"TABM": {"n_epochs": 2}, "REALMLP": {"n_epochs": 2}}
+#: ``all``: (model key, priority, the most of the level's time left it may take); LightGBM (90) goes first
+ALL_SCHEDULE = (("TABM", 85, 1 / 5), ("MAYA", 80, 1 / 4), ("REALMLP", 75, 1 / 3))
+#: (A, B) pairs the report compares, A's relative error reduction over B
+COMPARISONS = (("ours", "gbdt"), ("ours", "ag_dl"), ("all", "ag_dl"), ("all", "gbdt"))
 #: settings that identify a result: a pair is "done" only for the same values of these
 SETTINGS = ("preset", "time_limit", "max_train_rows", "seed", "num_bag_folds", "num_stack_levels", "num_cpus",
             "num_gpus", "smoke", "ours_add")
@@ -102,24 +113,19 @@ def config_hyperparameters(config: str, preset: str, smoke: bool, ours_add: dict
         return trees
     if config == "ours":
         return {**hp, **{key: _candidate_entry(hp.get(key), entry) for key, entry in (ours_add or {}).items()}}
+    dl = {"TABM": {}, "REALMLP": {}}  # AutoGluon's defaults and class priorities
+    if smoke:
+        for key, override in AG_DL_SMOKE.items():
+            dl[key].update(override)
     if config == "ag_dl":
-        dl = {"TABM": _schedule_of(hp["TABSWIFT"]), "REALMLP": _schedule_of(hp["MAYA"])}
-        if smoke:
-            for key, override in AG_DL_SMOKE.items():
-                dl[key].update(override)
         return {**trees, **dl}
+    if config == "all":
+        out = {**hp, **dl}
+        for key, priority, ratio in ALL_SCHEDULE:
+            out[key] = _candidate_entry(out[key], {"ag_args": {"priority": priority},
+                                                   "ag_args_fit": {"max_time_limit_ratio": ratio}})
+        return out
     raise ValueError(f"unknown config {config!r}; choose from {', '.join(CONFIGS)}")
-
-
-def _schedule_of(entry) -> dict:
-    """The fit order and time share of a preset entry (its first config's ``ag_args.priority`` and
-    ``ag_args_fit``), which ``ag_dl`` gives its counterpart model, so that the two neural configurations are
-    scheduled alike and differ in their models only."""
-    first = entry[0] if isinstance(entry, list) else entry
-    out = {"ag_args": {"priority": first["ag_args"]["priority"]}}
-    if first.get("ag_args_fit"):
-        out["ag_args_fit"] = dict(first["ag_args_fit"])
-    return out
 
 
 def _candidate_entry(preset_entry, entry):
@@ -487,10 +493,11 @@ def compare(latest: dict) -> list[dict]:
         entry = {"dataset": dataset, "task": any_row["task"], "metric": any_row["metric"],
                  "n_train": any_row.get("n_train"), "fits": fits, "errors": errors,
                  "scores": {c: float(r["test_score"]) for c, r in fits.items() if r is not None}}
-        for other in ("gbdt", "ag_dl"):
-            if "ours" in errors and other in errors:
-                entry[f"rer_{other}"] = relative_error_reduction(errors["ours"], errors[other])
-                entry[f"vs_{other}"] = outcome(errors["ours"], errors[other])
+        for a, b in COMPARISONS:
+            if a in errors and b in errors:
+                key = b if a == "ours" else f"{a}_{b}"  # ours vs B: rer_B, any other A: rer_A_B
+                entry[f"rer_{key}"] = relative_error_reduction(errors[a], errors[b])
+                entry[f"vs_{key}"] = outcome(errors[a], errors[b])
         if errors:
             low = min(errors.values())
             entry["winner"] = "=".join(c for c in CONFIGS if c in errors and outcome(errors[c], low) == "tie")
@@ -632,6 +639,12 @@ def _targets(summary: dict, over: list, starved: list) -> list[str]:
         need = math.ceil(wtl.n / 2)
         at_least = wtl.wins + wtl.ties
         out.append(f"- ours ≥ ag_dl on ≥ {need} of {wtl.n}: {at_least} — {mark(at_least >= need)}")
+    if "all_ag_dl" in summary:
+        wtl, mean, _ = summary["all_ag_dl"]
+        need = math.ceil(2 * wtl.n / 3)
+        at_least = wtl.wins + wtl.ties
+        out += [f"- all ≥ ag_dl on ≥ {need} of {wtl.n}: {at_least} — {mark(at_least >= need)}",
+                f"- mean relative error reduction of all over ag_dl ≥ 1 %: {_pct(mean)} — {mark(mean >= 0.01)}"]
     out += [f"- every fit within time_limit × 1.05 + 2 s: {mark(not over)}",
             f"- no `ours` fit with neither MAYA nor TabSwift fitted: {mark(not starved)}", ""]
     return out
@@ -690,30 +703,39 @@ def write_report(out: Path, settings: dict | None = None, seed: int | None = Non
     # ---- summary
     lines += ["## Summary", ""]
     titles, summary = [], {}
-    for other in ("gbdt", "ag_dl"):
-        pairs = [(c["errors"]["ours"], c["errors"][other]) for c in comp if f"rer_{other}" in c]
-        if not pairs:
-            lines.append(f"- ours vs {other}: no dataset with both fits yet")
+    for a, b in COMPARISONS:
+        key = b if a == "ours" else f"{a}_{b}"
+        measured = [c for c in comp if f"rer_{key}" in c]
+        if not measured:
+            if a == "ours":
+                lines.append(f"- ours vs {b}: no dataset with both fits yet")
             continue
-        wtl = win_tie_loss(pairs)
-        titles.append(f"W/T/L vs {other}: {wtl.wins}/{wtl.ties}/{wtl.losses}")
-        mean, left_out = mean_finite(c[f"rer_{other}"] for c in comp if f"rer_{other}" in c)
-        worst = min((c[f"rer_{other}"] for c in comp if f"rer_{other}" in c), default=float("nan"))
-        summary[other] = (wtl, mean, worst)
-        lines.append(f"- ours vs {other} on {wtl.n} datasets: **{wtl.wins} wins / {wtl.ties} ties / {wtl.losses} "
+        wtl = win_tie_loss([(c["errors"][a], c["errors"][b]) for c in measured])
+        if a == "ours":
+            titles.append(f"W/T/L vs {b}: {wtl.wins}/{wtl.ties}/{wtl.losses}")
+        rers = {c["dataset"]: c[f"rer_{key}"] for c in measured}
+        mean, left_out = mean_finite(rers.values())
+        worst = min(rers, key=rers.get)
+        best = max(rers, key=rers.get)
+        summary[key] = (wtl, mean, rers[worst])
+        rest = mean_finite(v for d, v in rers.items() if d != best)[0] if len(rers) > 1 else float("nan")
+        lines.append(f"- {a} vs {b} on {wtl.n} datasets: **{wtl.wins} wins / {wtl.ties} ties / {wtl.losses} "
                      f"losses** (two-sided sign test over the {wtl.wins + wtl.losses} non-ties: p = "
                      f"{wtl.p_value:.3g}); mean relative error reduction **{_pct(mean)}**"
-                     f"{f' ({left_out} undefined left out)' if left_out else ''}; worst dataset {_pct(worst)}")
+                     f"{f' ({left_out} undefined left out)' if left_out else ''}, median "
+                     f"{_pct(statistics.median(rers.values()))}; worst dataset {_pct(rers[worst])} ({worst}); "
+                     f"without the best dataset ({best}): mean {_pct(rest)}")
     pairs = [(c["errors"]["ag_dl"], c["errors"]["gbdt"]) for c in comp if {"ag_dl", "gbdt"} <= set(c["errors"])]
     if pairs:
         wtl = win_tie_loss(pairs)
         lines.append(f"- for reference, ag_dl vs gbdt: {wtl.wins}/{wtl.ties}/{wtl.losses} (p = {wtl.p_value:.3g})")
-    full = [c["fits"] for c in comp if all(c["fits"][k] is not None for k in CONFIGS)]
+    shown = [k for k in CONFIGS if k != "all" or any(cfg == k for _, cfg in latest)]  # "all" where it has rows
+    full = [c["fits"] for c in comp if all(c["fits"][k] is not None for k in shown)]
     if full:
         medians = ", ".join(f"{k} {statistics.median(float(f[k]['predict_s_per_1k']) for f in full):.2f} s"
-                            for k in CONFIGS)
+                            for k in shown)
         lines.append(f"- predict time of the final model per 1,000 test rows, median over the {len(full)} datasets "
-                     f"with all three fits: {medians}")
+                     f"with all {len(shown) if len(shown) != 3 else 'three'} fits: {medians}")
     over = [(d, c) for (d, c), r in latest.items() if r.get("over_time")]
     starved = [d for (d, c), r in latest.items() if c == "ours" and not r.get("neural_fitted_l1")]
     lines += [f"- fits over time_limit × 1.05 + 2 s: {', '.join(f'{d}/{c}' for d, c in over) or 'none'}",
@@ -721,13 +743,15 @@ def write_report(out: Path, settings: dict | None = None, seed: int | None = Non
     lines += _targets(summary, over, starved)
 
     # ---- per dataset
+    extra = [(a, b) for a, b in COMPARISONS if a != "ours" and a in shown and b in shown]
     lines += ["## Per dataset", "",
-              "| dataset | task | train rows | metric | gbdt | ours | ag_dl | ours vs gbdt | ours vs ag_dl | winner "
-              "| neural weight (ours / ag_dl) |", "|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|"]
+              f"| dataset | task | train rows | metric | {' | '.join(shown)} | ours vs gbdt | ours vs ag_dl | "
+              + "".join(f"{a} vs {b} | " for a, b in extra) + "winner | neural weight (ours / ag_dl) |",
+              "|---|---|---:|---|" + "---:|" * len(shown) + "---:|---:|" + "---:|" * len(extra) + "---|---:|"]
     for c in comp:
         m = c["metric"]
         cells = []
-        for cfg in CONFIGS:
+        for cfg in shown:
             v = c["scores"].get(cfg)
             cell = "—" if v is None else _score(v, m)
             cells.append(f"**{cell}**" if v is not None and cfg in c.get("winner", "").split("=") else cell)
@@ -736,7 +760,8 @@ def write_report(out: Path, settings: dict | None = None, seed: int | None = Non
         metric_text = "RMSE ↓" if m != "accuracy" else "acc ↑"
         lines.append(f"| {c['dataset']} | {c['task']} | {c['n_train']} | {metric_text} "
                      f"| {' | '.join(cells)} | {_pct(c.get('rer_gbdt'))} | {_pct(c.get('rer_ag_dl'))} | "
-                     f"{c.get('winner', '—')} | {nw} |")
+                     + "".join(f"{_pct(c.get(f'rer_{a}_{b}'))} | " for a, b in extra)
+                     + f"{c.get('winner', '—')} | {nw} |")
     lines += ["", "`neural weight`: share of the final model's weighted ensemble on MAYA/TabSwift (ours) or "
               "TabM/RealMLP (ag_dl) models, L2 stackers of those families included.", ""]
 

@@ -193,7 +193,8 @@ def _fake_fit(errors: dict, calls: list, fail: set = frozenset()):
         if key in fail:
             return {"status": "error", "error": "RuntimeError: boom"}
         acc = 1.0 - errors[key]
-        neural = {"ours": ["Maya_BAG_L1", "TabSwift_BAG_L1"], "ag_dl": ["TabM_BAG_L1"], "gbdt": []}[spec["config"]]
+        neural = {"ours": ["Maya_BAG_L1", "TabSwift_BAG_L1"], "ag_dl": ["TabM_BAG_L1"], "gbdt": [],
+                  "all": ["Maya_BAG_L1", "TabSwift_BAG_L1", "TabM_BAG_L1"]}[spec["config"]]
         models = {"CatBoost_BAG_L1": {"family": "GBDT", "level": 1, "test": acc - 0.01, "val": 0.8, "fit_s": 5.0,
                                       "fit_share": 0.5}}
         models.update({m: {"family": family(m), "level": 1, "test": acc - 0.02, "val": 0.7, "fit_s": 2.0,
@@ -314,7 +315,7 @@ def _datasets(tmp_path, names):
 
 def test_resume_skips_done_pairs_retries_failures_and_accumulates(bench, tmp_path, monkeypatch):
     data = _datasets(tmp_path, ["d1", "d2"])
-    errors = {(d, c): e for d, es in {"d1": (0.20, 0.10, 0.15), "d2": (0.30, 0.33, 0.30)}.items()
+    errors = {(d, c): e for d, es in {"d1": (0.20, 0.10, 0.15, 0.12), "d2": (0.30, 0.33, 0.30, 0.29)}.items()
               for c, e in zip(bench.CONFIGS, es)}
     monkeypatch.setattr(bench, "code_version", lambda out: {"commit": "abc1234-dirty", "code_commit": "abc1234"})
     out = tmp_path / "out"
@@ -323,7 +324,7 @@ def test_resume_skips_done_pairs_retries_failures_and_accumulates(bench, tmp_pat
     calls = []
     monkeypatch.setattr(bench, "run_child", _fake_fit(errors, calls, fail={("d2", "ag_dl")}))
     bench.main(argv)
-    assert len(calls) == 6
+    assert len(calls) == 8
     rows = bench.read_rows(out)
     assert [r["status"] for r in rows].count("error") == 1
     assert all(r["commit"] == "abc1234-dirty" and "5-fold bagging" in r["ensembling"] for r in rows)
@@ -332,7 +333,7 @@ def test_resume_skips_done_pairs_retries_failures_and_accumulates(bench, tmp_pat
     monkeypatch.setattr(bench, "run_child", _fake_fit(errors, calls))
     bench.main(argv)
     assert calls == [("d2", "ag_dl")]
-    assert len(bench.read_rows(out)) == 7
+    assert len(bench.read_rows(out)) == 9
 
     calls.clear()  # other settings are other results
     bench.main(argv[:-2] + ["--num-bag-folds", "3", "--configs", "gbdt", "--out", str(out)])
@@ -353,7 +354,7 @@ def test_refit_stale_reruns_only_pairs_not_yet_run_by_this_package_version(bench
     monkeypatch.setattr(bench, "code_version", lambda out: {"commit": "p1", "code_commit": "p1",
                                                             "package_commit": "p1"})
     bench.main(argv)
-    assert len(calls) == 6
+    assert len(calls) == 8
 
     calls.clear()  # the package changed: ours is stale everywhere, the other configurations are not asked for
     monkeypatch.setattr(bench, "code_version", lambda out: {"commit": "p2", "code_commit": "p2",
@@ -373,24 +374,33 @@ def test_refit_stale_reruns_only_pairs_not_yet_run_by_this_package_version(bench
 def test_report_from_rows(bench, tmp_path, monkeypatch):
     data = _datasets(tmp_path, ["d1", "d2", "d3"])
     # ours vs gbdt: d1 .10 vs .20 (+50 %, win), d2 .33 vs .30 (-10 %, loss), d3 .25 vs .25 (tie)
-    errors = {(d, c): e for d, es in {"d1": (0.20, 0.10, 0.15), "d2": (0.30, 0.33, 0.30),
-                                       "d3": (0.25, 0.25, 0.50)}.items() for c, e in zip(bench.CONFIGS, es)}
+    # all vs ag_dl: d1 .12 vs .15 (+20 %), d2 .24 vs .30 (+20 %), d3 .40 vs .50 (+20 %)
+    errors = {(d, c): e for d, es in {"d1": (0.20, 0.10, 0.15, 0.12), "d2": (0.30, 0.33, 0.30, 0.24),
+                                       "d3": (0.25, 0.25, 0.50, 0.40)}.items() for c, e in zip(bench.CONFIGS, es)}
     monkeypatch.setattr(bench, "code_version", lambda out: {"commit": "abc1234", "code_commit": "abc1234"})
     monkeypatch.setattr(bench, "run_child", _fake_fit(errors, []))
     out = tmp_path / "out"
     bench.main(["--data-dir", data, "--datasets", "d1,d2,d3", "--time-limit", "60", "--out", str(out)])
     text = bench.write_report(out)  # --report-only: the settings of the latest row
     assert "ours vs gbdt on 3 datasets: **1 wins / 1 ties / 1 losses**" in text
-    assert "median over the 3 datasets with all three fits: gbdt 0.50 s, ours 0.50 s, ag_dl 0.50 s" in text
-    assert "mean relative error reduction **+13.33%**" in text  # (50 - 10 + 0) / 3
+    assert "median over the 3 datasets with all 4 fits: gbdt 0.50 s, ours 0.50 s, ag_dl 0.50 s, all 0.50 s" in text
+    # (50 - 10 + 0) / 3; median 0; the best dataset d1 (+50 %) left out: (-10 + 0) / 2
+    assert ("mean relative error reduction **+13.33%**, median +0.00%; worst dataset -10.00% (d2); without the "
+            "best dataset (d1): mean -5.00%") in text
+    assert "all vs ag_dl on 3 datasets: **3 wins / 0 ties / 0 losses**" in text
+    assert "- all ≥ ag_dl on ≥ 2 of 3: 3 — met" in text
+    assert "- mean relative error reduction of all over ag_dl ≥ 1 %: +20.00% — met" in text
     # ours vs ag_dl: d1 .10 vs .15 (+33.3 %), d2 .33 vs .30 (-10 %), d3 .25 vs .50 (+50 %)
     assert "ours vs ag_dl on 3 datasets: **2 wins / 0 ties / 1 losses**" in text
     # targets: ours >= gbdt on 2 of 3 (need 2) met; worst -10 % missed; mean +13.3 % met; >= ag_dl on 2 (need 2)
     assert "- ours ≥ gbdt on ≥ 2 of 3: 2 — met" in text
     assert "worst -10.00% — **missed**" in text and "+13.33% — met" in text
     assert "- ours ≥ ag_dl on ≥ 2 of 3: 2 — met" in text
-    assert "| d1 | binary | 640 | acc ↑ | 0.8000 | **0.9000** | 0.8500 | +50.00% | +33.33% | ours |" in text
-    assert "| d3 | binary | 640 | acc ↑ | **0.7500** | **0.7500** | 0.5000 | +0.00% | +50.00% | gbdt=ours |" in text
+    # all vs ag_dl +20 % everywhere; all vs gbdt: d1 (.20 - .12) / .20 = +40 %, d3 (.25 - .40) / .25 = -60 %
+    assert ("| d1 | binary | 640 | acc ↑ | 0.8000 | **0.9000** | 0.8500 | 0.8800 | +50.00% | +33.33% | +20.00% | "
+            "+40.00% | ours |") in text
+    assert ("| d3 | binary | 640 | acc ↑ | **0.7500** | **0.7500** | 0.5000 | 0.6000 | +0.00% | +50.00% | +20.00% | "
+            "-60.00% | gbdt=ours |") in text
     assert "| d1 | ours | 200 | 20 | 7 | Maya 5, TabSwift 5 | 4 |" in text
     # individual models (test acc): CatBoost from the gbdt fit = gbdt - .01, the neural ones = their fit - .02.
     # d1: Maya = TabSwift .88 > TabM .83 > CatBoost .79; d2: CatBoost .69 > TabM .68 > .65; d3: CatBoost .74 best
@@ -448,11 +458,21 @@ def test_configurations_share_the_trees(bench):
     assert set(hp["gbdt"]) == {"GBM", "CAT", "XGB"}
     assert {k: hp["ours"][k] for k in trees} == trees and {"MAYA", "TABSWIFT"} <= set(hp["ours"])
     assert {k: hp["ag_dl"][k] for k in trees} == trees and set(hp["ag_dl"]) - set(trees) == {"TABM", "REALMLP"}
-    # the two neural configurations are scheduled alike: TabM as TabSwift, RealMLP as MAYA (order and share)
-    assert hp["ag_dl"]["TABM"]["ag_args"]["priority"] == hp["ours"]["TABSWIFT"]["ag_args"]["priority"] < 40
-    assert hp["ag_dl"]["REALMLP"]["ag_args"]["priority"] == hp["ours"]["MAYA"]["ag_args"]["priority"]
-    assert hp["ag_dl"]["REALMLP"]["ag_args_fit"] == hp["ours"]["MAYA"]["ag_args_fit"]
-    assert "ag_args_fit" not in hp["ag_dl"]["TABM"]
+    # ag_dl as a user writes it: AutoGluon's own defaults and schedule, nothing of ours
+    assert hp["ag_dl"]["TABM"] == hp["ag_dl"]["REALMLP"] == {}
+    # all: every family; TabM, MAYA, RealMLP after LightGBM (90) and before CatBoost (70), each an equal share
+    assert set(hp["all"]) == set(trees) | {"MAYA", "TABSWIFT", "TABM", "REALMLP"}
+    assert {k: hp["all"][k] for k in trees} == trees and hp["all"]["TABSWIFT"] == hp["ours"]["TABSWIFT"]
+    schedule = [(hp["all"][k]["ag_args"]["priority"], hp["all"][k]["ag_args_fit"]["max_time_limit_ratio"])
+                for k in ("TABM", "MAYA", "REALMLP")]
+    priorities = [p for p, _ in schedule]
+    assert all(90 > p > 70 for p in priorities) and priorities == sorted(priorities, reverse=True)
+    # each takes at most an equal share of what is left for itself and the families after it: 1/5, 1/4, 1/3
+    assert [r for _, r in schedule] == pytest.approx([1 / 5, 1 / 4, 1 / 3])
+    left = 1.0
+    for _, r in schedule:
+        left -= r * left
+    assert left == pytest.approx(2 / 5)  # CatBoost and XGBoost keep at least this share of the level
 
 
 def _ours_row(dataset, version, val, test, metric="accuracy", **extra):

@@ -102,7 +102,8 @@ def _ensemble_folder(tmp_path, monkeypatch, scores):
     import json
 
     lines = [json.dumps({"dataset": d, "seed": s, "config": c, "status": "ok", "task": "binary",
-                         "metric": "accuracy", "test_score": v, "ours_add": None})
+                         "metric": "accuracy", "test_score": v, "ours_add": None, "fit_s": 590.0, "weights": {},
+                         "best_model": "WeightedEnsemble_L2"})
              for (d, s), by_config in scores.items() for c, v in by_config.items()]
     (tmp_path / "two").mkdir()
     (tmp_path / "two" / "results.jsonl").write_text("\n".join(lines))
@@ -132,6 +133,29 @@ def test_two_seed_tables_average_seeds_and_judge_targets_only_when_complete(tmp_
     assert "≥ 18: missed" in ours and "≥ +3.00 %: met" in ours and "+5.00 % (a) (target ≥ -3.00 %: met)" in ours
     dl = next(line for line in judged.splitlines() if line.startswith("| + TabM + RealMLP vs trees"))
     assert dl.startswith("| + TabM + RealMLP vs trees alone | 2 of 2 | +10.00 % |")  # a tie counts as at least as good
+
+
+def test_all_configurations_table_gives_median_worst_and_without_best(tmp_path, monkeypatch):
+    """all vs ag_dl: errors .10 -> .08 on a (+20 %, both seeds), .20 -> .21 on b (-5 %, one seed), .40 -> .40 on c
+    (0 %): mean +8.75 %, median (0 + 20) / 2 = +10 %, worst table b, without the best table a: (-5 + 0) / 2."""
+    scores = {("a", 0): {"ag_dl": 0.90, "all": 0.92}, ("a", 1): {"ag_dl": 0.90, "all": 0.92},
+              ("b", 0): {"ag_dl": 0.80, "all": 0.79}, ("c", 0): {"ag_dl": 0.60, "all": 0.60, "gbdt": 0.60}}
+    _ensemble_folder(tmp_path, monkeypatch, scores)
+    try:
+        partial = tables.ensemble_all_targets("two")
+        monkeypatch.setattr(tables, "TWO_SEED_PAIRS", 4)  # as if these four pairs were the whole benchmark
+        judged = tables.ensemble_all_targets("two")
+        fits = tables.ensemble_all_fits("two")
+    finally:
+        tables.rows.cache_clear()
+    line = next(x for x in partial.splitlines() if x.startswith("| every family vs + TabM + RealMLP"))
+    assert "3 of 4 (≥ 16: 4 of 24 measured)" in line and "+8.75 %" in line and "+10.00 %" in line
+    assert "-5.00 % (b)" in line and "-2.50 % (without a)" in line
+    line = next(x for x in judged.splitlines() if x.startswith("| every family vs + TabM + RealMLP"))
+    assert "≥ 16: missed" in line and "(≥ +1.00 %: met)" in line
+    assert next(x for x in judged.splitlines() if x.startswith("| + MAYA + TabSwift vs trees")).endswith(
+        "| 0 of 4 pairs measured |  |  |  |  |")
+    assert "| c, seed 0 | 0.6000 (" in fits
 
 
 def test_an_added_model_is_judged_on_the_final_validation_error(tmp_path, monkeypatch):

@@ -416,6 +416,101 @@ def ensemble_two_seeds_targets(folder: str = TWO_SEEDS) -> str:
                      "worst table (mean over seeds)"], body, "lrrl")
 
 
+# ---- the ensemble benchmark with AutoGluon's own schedule for TabM and RealMLP, and every family together -----
+ALL_FOLDER = "ensemble_600s_all"
+ALL_CONFIGS = {"gbdt": "trees alone", "ours": "+ MAYA + TabSwift", "ag_dl": "+ TabM + RealMLP",
+               "all": "+ MAYA + TabSwift + TabM + RealMLP"}
+#: (label, config, baseline, fewest pairs at least as good of 24, lowest mean, lowest median, lowest table mean)
+ALL_TARGETS = (("+ MAYA + TabSwift vs trees alone", "ours", "gbdt", 18, 0.03, 0.015, -0.03),
+               ("+ MAYA + TabSwift vs + TabM + RealMLP", "ours", "ag_dl", 14, 0.0, None, None),
+               ("every family vs + TabM + RealMLP", "all", "ag_dl", 16, 0.01, None, None),
+               ("every family vs trees alone", "all", "gbdt", None, None, None, None),
+               ("+ TabM + RealMLP vs trees alone", "ag_dl", "gbdt", None, None, None, None))
+
+
+def all_fits(folder: str = ALL_FOLDER) -> Dict[tuple, Dict[str, dict]]:
+    """(dataset, seed) -> {config: latest ok row} of every pair measured so far, in dataset order."""
+    out: Dict[tuple, Dict[str, dict]] = {}
+    for seed in (0, 1):
+        for (d, config), r in ensemble_latest(folder, candidate=False, seed=seed).items():
+            out.setdefault((d, seed), {})[config] = r
+    order = list(dict.fromkeys(d for d, _ in out))
+    return {k: out[k] for k in sorted(out, key=lambda ds: (order.index(ds[0]), ds[1]))}
+
+
+@table("ensemble-all-targets")
+def ensemble_all_targets(folder: str = ALL_FOLDER) -> str:
+    """Each comparison over the (table, seed) pairs where both fits exist: pairs at least as good, the mean and
+    the median relative error reduction, the worst table (mean over its seeds), the mean without the best table,
+    and each target's verdict once all 24 pairs are measured (before that, how many are)."""
+    import statistics
+
+    from .ensemble import mean_finite
+
+    fits = all_fits(folder)
+    body = []
+    for label, a, b, min_pairs, min_mean, min_median, min_table in ALL_TARGETS:
+        pairs = {k: f for k, f in fits.items() if a in f and b in f}
+        n = len(pairs)
+        if not n:
+            body.append([label, f"0 of {TWO_SEED_PAIRS} pairs measured", "", "", "", ""])
+            continue
+
+        def judged(cell: str, want: Optional[str], ok: bool) -> str:
+            if want is None:
+                return cell
+            verdict = ("met" if ok else "missed") if n == TWO_SEED_PAIRS else f"{n} of {TWO_SEED_PAIRS} measured"
+            return f"{cell} (≥ {want}: {verdict})"
+
+        rers = [_rer(f[a], f[b]) for f in pairs.values()]
+        at_least, mean, median = sum(r >= 0 for r in rers), mean_finite(rers)[0], statistics.median(rers)
+        per_table: Dict[str, list] = {}
+        for (d, _), f in pairs.items():
+            per_table.setdefault(d, []).append(_rer(f[a], f[b]))
+        per_table = {d: sum(v) / len(v) for d, v in per_table.items()}
+        worst, best = min(per_table, key=per_table.get), max(per_table, key=per_table.get)
+        rest = mean_finite(_rer(f[a], f[b]) for (d, _), f in pairs.items() if d != best)[0]
+        body.append([label,
+                     judged(f"{at_least} of {n}", None if min_pairs is None else str(min_pairs),
+                            min_pairs is not None and at_least >= min_pairs),
+                     judged(_percent(mean), None if min_mean is None else _percent(min_mean),
+                            min_mean is not None and mean >= min_mean),
+                     judged(_percent(median), None if min_median is None else _percent(min_median),
+                            min_median is not None and median >= min_median),
+                     judged(f"{_percent(per_table[worst])} ({worst})", None if min_table is None else _percent(min_table),
+                            min_table is not None and per_table[worst] >= min_table),
+                     f"{_percent(rest)} (without {best})" if len(per_table) > 1 else "—"])
+    return markdown(["comparison, (table, seed) pairs", "pairs at least as good", "mean relative error reduction",
+                     "median", "worst table (mean over seeds)", "mean without the best table"], body, "lrrrll")
+
+
+@table("ensemble-all-fits")
+def ensemble_all_fits(folder: str = ALL_FOLDER) -> str:
+    """Per (table, seed): each configuration's test score, its wall seconds (marked where over the limit), and the
+    share of the final model's weight on each family of neural models."""
+    from .ensemble import final_weights
+
+    def weights(r: dict) -> str:
+        w = final_weights(r)
+        parts = [(name, sum(v for k, v in w.items() if k.startswith(prefix)))
+                 for name, prefix in (("MAYA", "Maya"), ("TabSwift", "TabSwift"), ("TabM", "TabM"),
+                                      ("RealMLP", "RealMLP"))]
+        return ", ".join(f"{name} {v:.2f}" for name, v in parts if v > 0) or "trees only"
+
+    body = []
+    for (d, seed), f in all_fits(folder).items():
+        higher = next(iter(f.values()))["task"] != "regression"
+        row = [f"{d}, seed {seed}{'' if higher else ' ↓'}"]
+        for c in ALL_CONFIGS:
+            r = f.get(c)
+            row.append("—" if r is None else f"{fmt(float(r['test_score']))} ({float(r['fit_s']):.0f} s"
+                       f"{', over' if r.get('over_time') else ''})")
+        row += ["—" if f.get(c) is None else weights(f[c]) for c in ("ours", "ag_dl", "all")]
+        body.append(row)
+    return markdown(["table, seed (↓: RMSE)"] + [f"{c}: test (wall s)" for c in ALL_CONFIGS]
+                    + ["final weight: ours", "ag_dl", "all"], body)
+
+
 @table("ensemble-two-seeds-level1")
 def ensemble_two_seeds_level1(folder: str = TWO_SEEDS) -> str:
     """Per (table, seed) with all three fits: the level-1 validation scores of the best tree of ``ours`` (its own

@@ -163,3 +163,14 @@ def test_best_variants_get_readable_names():
     assert info["Maya_dec2"]["hyperparameters"]["num_decoder_layers"] == 2
     assert info["TabSwift_ft"]["hyperparameters"]["fine_tune"] == "auto"
     assert info["TabSwift"]["hyperparameters"]["fine_tune"] is False
+
+
+def test_best_keeps_every_tabswift_member_cached_at_the_released_size():
+    """16 members x 24 blocks x (4,096 context rows + 64 registers) x d=192 x 10 bytes (float32 keys and values,
+    float16 block inputs kept to save them) must fit in the preset's cache_max_mb, or predict calls re-encode."""
+    from autogluon_maya.tabswift.config import RELEASED
+
+    for config in hyperparameters("best")["TABSWIFT"]:
+        rows = config["max_context_rows"] + RELEASED.n_registers
+        need = config["n_estimators"] * RELEASED.n_layers * rows * RELEASED.d_model * 10
+        assert need <= config["cache_max_mb"] * 2 ** 20 < 1.2 * need, (need / 2 ** 20, config["cache_max_mb"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import torch
 import pandas as pd
 import pytest
 from safetensors import safe_open
@@ -116,3 +117,19 @@ def test_warm_stops_before_a_member_would_end_past_the_deadline():
     assert ens.warm(deadline=3.0, clock=lambda: float(next(ticks))) == 1
     assert set(ens._caches) == {("member", 0)}
     assert ens.warm() == 4 and len(ens._caches) == 4
+
+
+def test_a_cache_that_keeps_its_inputs_costs_ten_bytes_per_token_and_width():
+    """float32 keys and values (8 bytes) and float16 block inputs (2): the figure the memory estimate and the best
+    preset's cache_max_mb are computed with."""
+    X, y = _data()
+    net = load_checkpoint(SHIPPED_CHECKPOINT)
+    engine, cfg = TabSwiftEngine(net), net.config
+    tokens = cfg.n_registers + 200
+    plain = engine.encode_context(X.to_numpy()[:200], y.to_numpy()[:200], CLASSIFICATION, n_classes=3)
+    kept = engine.encode_context(X.to_numpy()[:200], y.to_numpy()[:200], CLASSIFICATION, n_classes=3,
+                                 keep_inputs=True)
+    means = cfg.n_layers * cfg.d_model * 4
+    assert plain.nbytes - means == cfg.n_layers * tokens * cfg.d_model * 8
+    assert kept.nbytes - means == cfg.n_layers * tokens * cfg.d_model * 10
+    assert all(h.dtype == torch.float16 for h in kept.block_inputs)

@@ -758,7 +758,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         released/shipped/path, file, sha256, the reason), whether it fine-tuned them and why
         (``tabswift_fine_tune``: requested, fine_tuned, the rule and its reason, steps run, the zero-shot and
         fine-tuned validation scores, for a refit the decision it repeats) and what became of early exit
-        (``tabswift_early_exit``: the τ in use, what happened to the exit heads, why it is off)."""
+        (``tabswift_early_exit``: the τ in use, what happened to the exit heads, why it is off), and how many
+        members' contexts a fit without validation rows encoded for its save (``tabswift_context_caches``)."""
         info = super().get_info(include_feature_metadata=include_feature_metadata)
         summary = getattr(self, "_fit_summary", None) or {}
         if "weights" in summary:
@@ -767,6 +768,8 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             info["tabswift_fine_tune"] = dict(summary["fine_tune_decision"])
         if "prior_check" in summary:
             info["tabswift_prior_check"] = dict(summary["prior_check"])
+        if "members_encoded_at_fit" in summary:  # a refit encodes its contexts for the saved model
+            info["tabswift_context_caches"] = {"members_encoded_at_fit": summary["members_encoded_at_fit"]}
         if self.model is not None:
             info["tabswift_early_exit"] = {"tau": self.model.tau, "exit_heads": summary.get("exit_heads"),
                                            "early_exit_off": summary.get("early_exit_off")}

@@ -70,7 +70,7 @@ def test_a_loaded_model_predicts_from_its_saved_caches(tmp_path, monkeypatch):
 def test_a_fit_without_validation_rows_encodes_its_members_before_the_save(tmp_path, monkeypatch):
     """A refit has no validation pass that would encode its contexts: it encodes them itself."""
     model = _fit(tmp_path, {}, validation=False)
-    assert model._fit_summary["members_encoded_at_fit"] == 3
+    assert model.get_info()["tabswift_context_caches"] == {"members_encoded_at_fit": 3}
     model.save()
     _no_encoding(monkeypatch)
     assert len(TabSwiftModel.load(model.path).model._caches) == 3

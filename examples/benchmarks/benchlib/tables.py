@@ -595,10 +595,13 @@ def ensemble_first_run_level1() -> str:
 
 
 @table("tabswift-vs-ta")
-def tabswift_vs_ta() -> str:
+def tabswift_vs_ta(sub: str = "") -> str:
     """The table ``examples/benchmarks/tabswift_vs_ta.py`` writes from its results.json (``--report-only``)."""
-    text = (RESULTS / "tabswift_vs_ta" / "results.md").read_text()
+    text = (RESULTS / "tabswift_vs_ta" / sub / "results.md").read_text()
     return "\n".join(line for line in text.splitlines() if line.startswith("|")) + "\n"
+
+
+table("tabswift-vs-ta-released")(lambda: tabswift_vs_ta("released_24x192"))
 
 
 # ---- TabSwift alone at 300 s: zero-shot against fine_tune="auto" (docs/tabswift.md) -------------------------

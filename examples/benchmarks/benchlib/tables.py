@@ -823,6 +823,10 @@ def budget_pairs(folder: str = BUDGET, base: str = "MAYA", trials: Sequence[tupl
 
 
 table("maya-budget-trials")(budget_trials)
+# TabSwift (shipped weights, zero-shot) with 16 members against the default 8, on the decision tables (docs/tabswift.md)
+TABSWIFT_MEMBERS = (("TABSWIFT@m16", "`n_estimators=16`"),)
+table("tabswift-members")(lambda: budget_trials("tabswift_members", "TABSWIFT", TABSWIFT_MEMBERS))
+table("tabswift-members-pairs")(lambda: budget_pairs("tabswift_members", "TABSWIFT", TABSWIFT_MEMBERS))
 table("maya-budget-pairs")(budget_pairs)
 
 

@@ -112,7 +112,7 @@ This preset has not been measured as a whole: no GPU was available to this packa
 - TABSWIFT ``n_estimators=16, max_context_rows=4096`` (``TabSwift``): the paper's benchmark used 16
   members; 4,096 rows is the top of ``tabswift_search_space()``.  A GPU guess, not measured.
   ``cache_max_mb=3072``: every member's context cache stays in memory between predict calls (2.9 GiB with
-  the released 24-block weights); a saved fold keeps the first ``disk_cache_mb`` (256 MiB: 6 of 16 members at
+  the released 24-block weights); a saved fold keeps the first ``disk_cache_mb`` (256 MiB: 7 of 16 members at
   that size) for its next load.
 - TABSWIFT the same + ``fine_tune="auto"`` (``TabSwift_ft``): fine-tunes when the fold's time leaves room for
   the minimum step count and keeps the result only if the whole 16-member ensemble validates better than

@@ -216,8 +216,9 @@ class TabSwiftEnsemble:
         self.outlier_threshold, self.random_state, self.tau = cfg.outlier_threshold, cfg.random_state, cfg.tau
         self.cache_max_bytes = int(cfg.cache_max_mb * 2 ** 20)
         self._caches: Dict[Tuple, ContextCache] = {}
-        #: keep each cache's block inputs, for a model that saves its caches (``export_caches``)
-        self.keep_block_inputs = False
+        #: bytes of block inputs kept for a model that saves its caches (``export_caches``): members' caches keep
+        #: theirs while the inputs already kept stay below it; 0 keeps none
+        self.keep_inputs_bytes = 0
 
     # ---- network / context caches ---------------------------------------------------------------
     def set_network(self, network: Optional[TabSwiftNetwork]) -> None:
@@ -234,6 +235,11 @@ class TabSwiftEnsemble:
     def cache_nbytes(self) -> int:
         return sum(c.nbytes for c in self._caches.values())
 
+    @property
+    def kept_input_bytes(self) -> int:
+        """Bytes of the block inputs the caches keep for saving."""
+        return sum(h.numel() * h.element_size() for c in self._caches.values() for h in (c.block_inputs or ()))
+
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_caches"] = {}  # derived from the context and the weights: rebuilt on first use
@@ -242,6 +248,9 @@ class TabSwiftEnsemble:
 
     # ---- fit ----------------------------------------------------------------------------------
     def fit(self, X, y, n_classes: Optional[int] = None) -> "TabSwiftEnsemble":
+        import uuid
+
+        self.fit_token_ = uuid.uuid4().hex  # names this context: saved caches are used only with it
         y = np.asarray(y)
         if len(y) != len(X) or len(y) == 0:
             raise ValueError(f"need a non-empty context with one target per row, got {len(X)} rows, {len(y)} targets")
@@ -296,8 +305,8 @@ class TabSwiftEnsemble:
         cache = self._caches.get(key) if key else None
         if cache is None:
             with autocast(self.network.registers.device):
-                cache = self.engine.encode_context(xc, yc, self.task, n_classes=n_classes,
-                                                   keep_inputs=bool(key) and getattr(self, "keep_block_inputs", False))
+                keep = bool(key) and self.kept_input_bytes < getattr(self, "keep_inputs_bytes", 0)
+                cache = self.engine.encode_context(xc, yc, self.task, n_classes=n_classes, keep_inputs=keep)
             if key and self.cache_nbytes + cache.nbytes <= self.cache_max_bytes:
                 self._caches[key] = cache
         with autocast(self.network.registers.device):
@@ -337,18 +346,28 @@ class TabSwiftEnsemble:
 
     # ---- caches on disk -----------------------------------------------------------------------
     def warm(self, deadline: Optional[float] = None, clock=None) -> int:
-        """Encode the members' contexts now (the first predict call's work), member by member; none is started once
-        the next is due to end past ``deadline`` (a ``clock()`` time, ``time.monotonic`` by default) at the pace
-        of the last one.  Returns how many members were encoded."""
+        """Encode the members' contexts now (the first predict call's work) so that a save carries them, member by
+        member while their block inputs stay within ``keep_inputs_bytes`` and their caches are kept (``cache_max_mb``);
+        none is started once the next is due to end past ``deadline`` (a ``clock()`` time, ``time.monotonic`` by
+        default) at the pace of the last one.  Members already cached are skipped.  Returns how many were encoded."""
         clock = clock or time.monotonic
         self.last_exit_layers_ = []
         done, last = 0, 0.0
+        if getattr(self, "constant_target_", None) is not None:  # predicted without the network
+            return 0
         for i, m in enumerate(self.members_):
+            if ("member", i) in self._caches or ("member", i, "groups") in self._caches:
+                continue  # encoded before (a hierarchy's root node keys a member above C_max classes)
             start = clock()
             if deadline is not None and start + last >= deadline:
                 break
+            if self.kept_input_bytes >= getattr(self, "keep_inputs_bytes", 0):
+                break
+            before = len(self._caches)
             self.member_output(m, self.x_context_[m.norm][:1], i)
             done, last = done + 1, clock() - start
+            if len(self._caches) == before:  # over cache_max_mb: the encoding was not kept, nor will the next be
+                break
         return done
 
     def export_caches(self, max_bytes: int) -> Tuple[Dict[str, torch.Tensor], List[dict]]:
@@ -377,18 +396,20 @@ class TabSwiftEnsemble:
         encoded with), while they fit in ``cache_max_mb``; returns how many.  Block inputs stay in their stored
         precision, for the next save."""
         restored = 0
+        width = torch.finfo(self.network.registers.dtype).bits // 8
         for i, rec in enumerate(records):
             layers = int(rec["layers"])
+            inputs = [tensors[f"{i}.h{e}"] for e in range(layers)]
+            size = sum(h.numel() * (2 * width + h.element_size()) for h in inputs)  # keys + values + inputs
+            if self.cache_nbytes + size > self.cache_max_bytes:
+                break
             stored = ContextCache(task=rec["task"], keys=[], values=[],
                                   register_means=[tensors[f"{i}.r{e}"] for e in range(layers)],
                                   n_features=int(rec["n_features"]), n_support=int(rec["n_support"]),
                                   n_classes=rec["n_classes"], y_mean=float(rec["y_mean"]), y_std=float(rec["y_std"]),
-                                  block_inputs=[tensors[f"{i}.h{e}"] for e in range(layers)])
+                                  block_inputs=inputs)
             with autocast(self.network.registers.device):
-                cache = self.engine.restore_context(stored)
-            if self.cache_nbytes + cache.nbytes > self.cache_max_bytes:
-                break
-            self._caches[tuple(rec["key"])] = cache
+                self._caches[tuple(rec["key"])] = self.engine.restore_context(stored)
             restored += 1
         return restored
 

@@ -303,7 +303,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             tau=None if tau in (None, "auto") or plan.headless else float(tau), cache_max_mb=float(p["cache_max_mb"]),
             wide_features=str(p.get("wide_features", "select")), pipeline=str(p.get("pipeline", "ours"))))
         classification = plan.task == CLASSIFICATION
-        ens.keep_block_inputs = float(p["disk_cache_mb"]) > 0  # what a saved model stores of its caches
+        ens.keep_inputs_bytes = int(float(p["disk_cache_mb"]) * 2 ** 20)  # what a saved model stores of its caches
         ens.fit(X, y.astype(np.int64) if classification else y.astype(np.float64),
                 n_classes=self.num_classes if classification else None)
         return ens
@@ -806,11 +806,13 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
                 return super().save(path=path, verbose=verbose)
             save_checkpoint(network, Path(path) / WEIGHTS_NAME, metadata={"source": "TabSwiftModel.save"})
             self._save_caches(Path(path))
+            caches = self.model._caches  # the same network comes back: its caches stay valid (a second save keeps them)
             self.model.set_network(None)
             try:
                 return super().save(path=path, verbose=verbose)
             finally:
                 self.model.set_network(network)
+                self.model._caches = caches
         finally:
             self._fit_threads = fit_threads
 
@@ -833,14 +835,17 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         sha = read_checkpoint_info(path / WEIGHTS_NAME)["sha256"]
         tmp = _temporary(target)
         try:
-            save_file(tensors, str(tmp), metadata={"caches": json.dumps(records), "weights_sha256": sha})
+            save_file(tensors, str(tmp), metadata={"caches": json.dumps(records), "weights_sha256": sha,
+                                                   "fit_token": str(getattr(self.model, "fit_token_", ""))})
             _publish(tmp, target)
         finally:
             tmp.unlink(missing_ok=True)
         return len(records)
 
     def _load_caches(self, path: Path) -> int:
-        """Restore the caches ``_save_caches`` wrote, if they belong to the weights just loaded; returns how many."""
+        """Restore the caches ``_save_caches`` wrote, if they belong to the weights just loaded and to this fit's
+        context (a token the ensemble draws at fit, saved on both sides); returns how many.  A file that cannot be
+        used costs speed, never a prediction: its caches are encoded again on first use."""
         import json
 
         from safetensors import safe_open
@@ -853,16 +858,18 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         try:
             with safe_open(str(source), framework="pt", device="cpu") as f:
                 meta = f.metadata() or {}
+                if meta.get("weights_sha256") != read_checkpoint_info(path / WEIGHTS_NAME)["sha256"] \
+                        or not meta.get("fit_token") or meta["fit_token"] != getattr(self.model, "fit_token_", None):
+                    logger.warning(f"TabSwift: context caches in {source} belong to other weights or another fit; "
+                                   f"not used")
+                    return 0
                 tensors = {k: f.get_tensor(k) for k in f.keys()}
-            records = json.loads(meta["caches"])
-        except Exception as err:  # an unreadable file costs speed, never a prediction
-            logger.warning(f"TabSwift: context caches in {source} not read ({type(err).__name__}: {err}); "
-                           f"they are encoded again on first use")
+            return self.model.import_caches(tensors, json.loads(meta["caches"]))
+        except Exception as err:  # noqa: BLE001  (safetensors, JSON, a missing tensor: all mean "not usable")
+            self.model.clear_cache()
+            logger.warning(f"TabSwift: context caches in {source} not used ({type(err).__name__}: {err}); they "
+                           f"are encoded again on first use")
             return 0
-        if meta.get("weights_sha256") != read_checkpoint_info(path / WEIGHTS_NAME)["sha256"]:
-            logger.warning(f"TabSwift: context caches in {source} belong to other weights; not used")
-            return 0
-        return self.model.import_caches(tensors, records)
 
     @classmethod
     def load(cls, path: str, reset_paths: bool = True, verbose: bool = True):

@@ -65,6 +65,32 @@ def test_a_loaded_model_predicts_from_its_saved_caches(tmp_path, monkeypatch):
     np.testing.assert_allclose(loaded.predict_proba(X.iloc[200:]), proba, atol=1e-3)
     loaded.save()  # a second save keeps them (AutoGluon saves a loaded model again, e.g. when persisting a bag)
     assert len(TabSwiftModel.load(model.path).model._caches) == 3
+    model.save()  # and so does a second save of the fitted object itself
+    assert len(model.model._caches) == 3 and len(TabSwiftModel.load(model.path).model._caches) == 3
+
+
+def test_regression_and_a_class_hierarchy_round_trip(tmp_path, monkeypatch):
+    """The target's scale (regression) and the nested keys of the class hierarchy (more than C_max = 10 classes)
+    come back from the file."""
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"a": rng.normal(size=400), "b": rng.normal(size=400)})
+    outputs = {}
+    for name, problem, y in (("reg", "regression", pd.Series(50.0 + 20.0 * X["a"] + rng.normal(size=400), name="y")),
+                             ("many", "multiclass", pd.Series(np.digitize(X["a"], np.linspace(-2, 2, 11)), name="y"))):
+        assert problem == "regression" or y.nunique() == 12
+        model = TabSwiftModel(path=str(tmp_path / name), name=name, problem_type=problem,
+                              eval_metric="root_mean_squared_error" if problem == "regression" else "accuracy",
+                              hyperparameters={**HP, "n_estimators": 2})
+        fit_on_cores(model, 1, X=X.iloc[:300], y=y.iloc[:300])  # no validation rows: the fit encodes them
+        before = model.predict_proba(X.iloc[300:])
+        model.save()
+        outputs[name] = (model.path, before, set(model.model._caches))
+    _no_encoding(monkeypatch)
+    for name, (path, before, keys) in outputs.items():
+        loaded = TabSwiftModel.load(path)
+        assert set(loaded.model._caches) == keys and len(keys) == (2 if name == "reg" else 2 * 3)  # root + 2 groups
+        scale = float(np.std(before)) if name == "reg" else 1.0
+        np.testing.assert_allclose(loaded.predict_proba(X.iloc[300:]), before, atol=1e-3 * scale)
 
 
 def test_a_fit_without_validation_rows_encodes_its_members_before_the_save(tmp_path, monkeypatch):
@@ -78,8 +104,9 @@ def test_a_fit_without_validation_rows_encodes_its_members_before_the_save(tmp_p
 
 def test_disk_cache_off_and_the_size_limit(tmp_path):
     X, _ = _data()
+    assert _fit(tmp_path, {"disk_cache_mb": 0}, validation=False, name="off_refit").get_info()[
+        "tabswift_context_caches"] == {"members_encoded_at_fit": 0}  # nothing to save: nothing encoded at fit
     off = _fit(tmp_path, {"disk_cache_mb": 0}, name="off")
-    assert off._fit_summary["members_encoded_at_fit"] == 0
     off.predict_proba(X.iloc[200:])
     assert all(c.block_inputs is None for c in off.model._caches.values())  # nothing kept to save
     off.save()
@@ -91,6 +118,24 @@ def test_disk_cache_off_and_the_size_limit(tmp_path):
     assert sum(h.numel() * 2 for h in one.model._caches[("member", 0)].block_inputs) == size
     one.save()
     assert set(TabSwiftModel.load(one.path).model._caches) == {("member", 0)}
+
+
+def test_a_broken_file_or_another_fit_s_caches_cost_speed_not_predictions(tmp_path):
+    X, _ = _data()
+    first, second = _fit(tmp_path, {}, name="first"), _fit(tmp_path, {}, name="second")
+    for model in (first, second):
+        model.predict_proba(X.iloc[200:])
+        model.save()
+    expected = second.predict_proba(X.iloc[200:])
+    # the same weights, another fit: the first model's caches put in the second's folder are refused
+    (Path(second.path) / CACHES_NAME).write_bytes((Path(first.path) / CACHES_NAME).read_bytes())
+    loaded = TabSwiftModel.load(second.path)
+    assert not loaded.model._caches
+    np.testing.assert_allclose(loaded.predict_proba(X.iloc[200:]), expected, atol=1e-5)
+    # a file cut short: not read, nothing half-restored
+    data = (Path(first.path) / CACHES_NAME).read_bytes()
+    (Path(first.path) / CACHES_NAME).write_bytes(data[: len(data) // 2])
+    assert not TabSwiftModel.load(first.path).model._caches
 
 
 def test_caches_of_other_weights_are_not_used(tmp_path):
@@ -112,11 +157,27 @@ def test_warm_stops_before_a_member_would_end_past_the_deadline():
     X, y = _data()
     ens = TabSwiftEnsemble(load_checkpoint(SHIPPED_CHECKPOINT), CLASSIFICATION, n_estimators=4)
     ens.fit(X.to_numpy(), y.to_numpy(), n_classes=3)
+    assert ens.warm() == 0 and not ens._caches  # nothing to save (keep_inputs_bytes 0): nothing encoded
+    ens.keep_inputs_bytes = 2 ** 30
     ticks = iter(range(100))
     # member 0 starts at 0 and ends at 1 (1 s); member 1 starts at 2 and would end at 3 = the deadline: not begun
     assert ens.warm(deadline=3.0, clock=lambda: float(next(ticks))) == 1
     assert set(ens._caches) == {("member", 0)}
-    assert ens.warm() == 4 and len(ens._caches) == 4
+    assert ens.warm() == 3 and len(ens._caches) == 4  # the cached member is not encoded again
+
+
+def test_warm_stops_at_the_bytes_a_save_keeps_and_at_the_memory_cap():
+    X, y = _data()
+    net = load_checkpoint(SHIPPED_CHECKPOINT)
+    one = net.config.n_layers * (net.config.n_registers + len(X)) * net.config.d_model * 2  # a member's inputs
+    ens = TabSwiftEnsemble(net, CLASSIFICATION, n_estimators=4).fit(X.to_numpy(), y.to_numpy(), n_classes=3)
+    ens.keep_inputs_bytes = 2 * one  # room for two members' inputs
+    assert ens.warm() == 2 and ens.kept_input_bytes == 2 * one
+    capped = TabSwiftEnsemble(net, CLASSIFICATION, n_estimators=4, cache_max_mb=1.5 * 5 * one / 2 ** 20)
+    capped.fit(X.to_numpy(), y.to_numpy(), n_classes=3)
+    capped.keep_inputs_bytes = 2 ** 30
+    # a member's cache is 5x its float16 inputs (float32 keys and values): the second is encoded, not kept, and ends it
+    assert capped.warm() == 2 and len(capped._caches) == 1
 
 
 def test_a_cache_that_keeps_its_inputs_costs_ten_bytes_per_token_and_width():

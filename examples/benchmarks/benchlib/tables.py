@@ -823,6 +823,71 @@ def budget_pairs(folder: str = BUDGET, base: str = "MAYA", trials: Sequence[tupl
 
 
 table("maya-budget-trials")(budget_trials)
+# ---- MAYA: the learning-rate schedule and the batch against the paper's, on the 13 decision tables (docs/maya.md)
+DECISIONS = "maya_decisions"
+#: (what the trial changes, its (baseline model, trial model) comparisons).  The schedule is that of
+#: recipe="paper" with every other setting at the default; the paper recipe keeps the linear numeric token, so on the
+#: binary and regression tables both sides run the linear token (``MAYA@lin``), on multiclass (linear by default)
+#: the default itself
+DECISION_TRIALS = (
+    ("constant learning rate, decay on weight matrices only (the paper's), against the plateau cut",
+     (("MAYA", "MAYA@sched_m"), ("MAYA@lin", "MAYA@sched_lin_b"), ("MAYA@lin", "MAYA@sched_lin_r"))),
+    ("`batch_size=1024` (Table 12's smallest) against `\"auto\"` (128 / 256)", (("MAYA", "MAYA@b1024"),)))
+
+
+def decision_trials(folder: str = DECISIONS, trials: Sequence[tuple] = DECISION_TRIALS) -> str:
+    """Like ``budget_trials``, with each trial's own baselines: pairs better / level / worse on validation, the
+    mean relative gain of the trial, mean fit seconds of both sides."""
+    latest = latest_rows(folder)
+    body = []
+    for label, comparisons in trials:
+        counts, gains, secs = [0, 0, 0], [], ([], [])
+        for base, model in comparisons:
+            for d in DECISION_TABLES:
+                for s in (0, 1):
+                    if (d, s, model) not in latest or (d, s, base) not in latest:
+                        continue
+                    a, b = latest[(d, s, base)], latest[(d, s, model)]
+                    g = _relative_gain(float(a["val_score"]), float(b["val_score"]), a["task"] == "regression")
+                    counts[0 if g > 0 else 1 if g == 0 else 2] += 1
+                    gains.append(g)
+                    secs[0].append(float(a["fit_s"]))
+                    secs[1].append(float(b["fit_s"]))
+        if not gains:
+            continue
+        mean = round(100 * sum(gains) / len(gains), 2) + 0.0
+        body.append([label, str(len(gains)), " / ".join(map(str, counts)), f"{mean:+.2f} %",
+                     f"{sum(secs[0]) / len(gains):.0f}", f"{sum(secs[1]) / len(gains):.0f}"])
+    return markdown(["trial (against the default)", "pairs", "better / level / worse", "mean relative gain",
+                     "default s", "trial s"], body)
+
+
+def decision_pairs(folder: str = DECISIONS) -> str:
+    """Validation scores per (decision table, seed): the default, batch 1024, the default with the linear token
+    (binary, regression) and the constant rate; — where it did not run."""
+    latest = latest_rows(folder)
+    body = []
+    for d in DECISION_TABLES:
+        for s in (0, 1):
+            if (d, s, "MAYA") not in latest:
+                continue
+            regression = latest[(d, s, "MAYA")]["task"] == "regression"
+
+            def val(m):
+                return fmt(float(latest[(d, s, m)]["val_score"])) if (d, s, m) in latest else "—"
+
+            sched = next((m for m in ("MAYA@sched_m", "MAYA@sched_lin_b", "MAYA@sched_lin_r") if (d, s, m) in latest),
+                         None)
+            body.append([f"{d} ({'RMSE' if regression else 'accuracy'})", str(s), val("MAYA"), val("MAYA@b1024"),
+                         val("MAYA@lin"), val(sched) if sched else "—"])
+    return markdown(["table (validation metric)", "seed", "default", "batch 1024", "default, linear token",
+                     "constant rate"], body, "llrrrr")
+
+
+table("maya-decision-trials")(decision_trials)
+table("maya-decision-pairs")(decision_pairs)
+
+
 # TabSwift (shipped weights, zero-shot) with 16 members against the default 8, on the decision tables (docs/tabswift.md)
 TABSWIFT_MEMBERS = (("TABSWIFT@m16", "`n_estimators=16`"),)
 table("tabswift-members")(lambda: budget_trials("tabswift_members", "TABSWIFT", TABSWIFT_MEMBERS))

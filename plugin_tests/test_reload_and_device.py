@@ -24,6 +24,9 @@ from autogluon.tabular import TabularPredictor
 from plugin_tests.resources import pickle_as_if_on_cuda
 
 MODELS = ("Maya", "TabSwift")
+#: how far a reloaded model may predict from the fitted one: MAYA exactly; TabSwift from the context caches it saved,
+#: whose block inputs are float16 (~1e-5 on real tables, docs/tabswift.md "A model loaded from disk")
+ATOL = {"Maya": 1e-6, "TabSwift": 2e-4}
 HP = {"MAYA": {"max_epochs": 3, "hidden_size": 16, "num_heads": 2, "num_layers": 1},
       "TABSWIFT": {"n_estimators": 2, "max_context_rows": 256, "fine_tune": False}}
 
@@ -79,7 +82,7 @@ def test_fresh_process_predicts_the_same_without_importing_the_package(fitted):
     root, expected = fitted
     result = _predict_in_child(root, root / "ag")
     for m in MODELS:
-        np.testing.assert_allclose(np.asarray(result[m]["proba"]), expected[m], atol=1e-6, err_msg=m)
+        np.testing.assert_allclose(np.asarray(result[m]["proba"]), expected[m], atol=ATOL[m], err_msg=m)
 
 
 def test_model_recorded_as_trained_on_cuda_loads_on_cpu_and_predicts_the_same(fitted):
@@ -106,4 +109,4 @@ def test_model_recorded_as_trained_on_cuda_loads_on_cpu_and_predicts_the_same(fi
     result = _predict_in_child(root, gpu_dir, {"CUDA_VISIBLE_DEVICES": ""})
     for m in MODELS:
         assert result[m]["device"] == "cpu", m
-        np.testing.assert_allclose(np.asarray(result[m]["proba"]), expected[m], atol=1e-6, err_msg=m)
+        np.testing.assert_allclose(np.asarray(result[m]["proba"]), expected[m], atol=ATOL[m], err_msg=m)

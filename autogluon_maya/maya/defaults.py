@@ -71,7 +71,7 @@ NUM_EMBEDDINGS = ("periodic", "piecewise")
 AUTO_BATCH_ROWS = _cls_reg(128, 256)._asdict()
 # recipe="paper": one network trained as the paper does (Appendix B.2, Table 12; FT-Transformer's protocol, which
 # it follows): quantile-normal inputs at scale 1, no weight average, every epoch validated, Table 12's smallest
-# batch; the trainer reads the recipe for a constant rate and weight decay on weight matrices only.
+# batch; the optimizer (a constant rate, weight decay on weight matrices only) is the paper's under either recipe.
 PAPER: Dict[str, Any] = {"batch_size": 1024, "ensemble_members": 1, "parallel_members": 1, "ema_epochs": None,
                          "validation_every": 1, "numeric_transform": "quantile", "numeric_scale": 1.0,
                          "num_embeddings": None}

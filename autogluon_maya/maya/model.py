@@ -251,7 +251,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         members, the stopping-metric score of given probabilities), or Nones without validation data.  Members
         are judged by log loss for classification: a proper score moves with every row's confidence, where
         accuracy moves in whole rows and on a small validation set one row decides (docs/maya.md).  Training
-        (early stopping, the plateau cut, the kept epoch) follows the stopping metric: following the log loss
+        (early stopping, the kept epoch) follows the stopping metric: following the log loss
         instead validated worse on 16 of 18 pairs (docs/maya.md, "How MAYA spends its budget")."""
         if X_val is None or not len(X_val):
             return None, None, None, None

@@ -72,7 +72,7 @@ class _RecordingAdamW(torch.optim.AdamW):
 
 def _train_on_a_plateau(recipe: str, monkeypatch):
     """Eight epochs of eight steps (64 rows, batch 8: patience counts epochs, no stretch) whose validation
-    score never improves: the default recipe cuts the rate after 5 such epochs (trainer.PLATEAU_PATIENCE)."""
+    score never improves: a schedule that cut the rate on a plateau would have cut it here."""
     monkeypatch.setattr(torch.optim, "AdamW", _RecordingAdamW)
     _RecordingAdamW.built = []
     x = torch.randn(64, 3)
@@ -107,22 +107,18 @@ def _linear_weights(net) -> set:
     return out
 
 
-def test_the_paper_recipe_trains_at_a_constant_rate_with_decay_on_matrices_only(monkeypatch, one_torch_thread_seeded):
-    summary, opt, net, decayed = _train_on_a_plateau("paper", monkeypatch)
+@pytest.mark.parametrize("recipe", ["paper", "default"])
+def test_both_recipes_train_at_a_constant_rate_with_decay_on_matrices_only(recipe, monkeypatch,
+                                                                          one_torch_thread_seeded):
+    """The paper's optimizer under either recipe (the plateau cut with decay on every parameter validated no better
+    on the decision tables): the rate stays through eight epochs without improvement, and only the weight
+    matrices decay."""
+    summary, opt, net, decayed = _train_on_a_plateau(recipe, monkeypatch)
     assert summary["final_lr"] == 1e-2 and all(g["lr"] == 1e-2 for g in opt.param_groups)
     assert decayed == _linear_weights(net)
     assert {n for n, _ in net.named_parameters()} - decayed >= {"blocks.0.out_norm.weight", "blocks.0.qkv.bias",
                                                                  "tokenizer.num_weight", "label_embedding.weight"}
     assert sum(len(g["params"]) for g in opt.param_groups) == len(list(net.parameters()))
-
-
-def test_the_default_recipe_on_the_same_plateau_cuts_the_rate_and_decays_everything(monkeypatch,
-                                                                                   one_torch_thread_seeded):
-    """The same run under the default recipe: the plateau the paper test trains on is long enough to cut the
-    rate, and the default's decay reaches every parameter, so the paper test can tell the two apart."""
-    summary, _, net, decayed = _train_on_a_plateau("default", monkeypatch)
-    assert summary["final_lr"] < 1e-2
-    assert decayed == {n for n, _ in net.named_parameters()}
 
 
 def test_a_paper_fit_is_one_network_on_quantile_inputs_and_a_users_value_still_wins(tmp_path, one_torch_thread_seeded):

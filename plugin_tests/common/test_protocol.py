@@ -30,17 +30,9 @@ def test_unknown_label_names_the_columns(tmp_path):
         protocol.load_dataset(_csv(tmp_path), label="nope")
 
 
-def test_default_datasets_dir_looks_beside_the_checkout_then_beside_the_working_directory(tmp_path, monkeypatch):
-    """No ``shared/datasets`` beside the checkout: the working directory's neighbours count; one beside the
-    checkout comes first; ``$AUTOGLUON_MAYA_DATASETS`` overrides both."""
+def test_default_datasets_dir_is_the_variable_else_datasets_in_the_working_directory(tmp_path, monkeypatch):
     monkeypatch.delenv(protocol.DATASETS_ENV, raising=False)
-    (tmp_path / "shared" / "datasets").mkdir(parents=True)
-    work = tmp_path / "project"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    monkeypatch.setattr(protocol, "REPO", tmp_path / "lab" / "checkout")
-    assert protocol.default_datasets_dir() == tmp_path / "shared" / "datasets"
-    (tmp_path / "lab" / "shared" / "datasets").mkdir(parents=True)
-    assert protocol.default_datasets_dir() == tmp_path / "lab" / "shared" / "datasets"
+    monkeypatch.chdir(tmp_path)
+    assert protocol.default_datasets_dir() == tmp_path / "datasets"
     monkeypatch.setenv(protocol.DATASETS_ENV, str(tmp_path / "elsewhere"))
     assert protocol.default_datasets_dir() == tmp_path / "elsewhere"

@@ -16,21 +16,14 @@ from typing import Optional, Tuple
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
-from .repo import REPO
-
 DATASETS_ENV = "AUTOGLUON_MAYA_DATASETS"
 
 
 def default_datasets_dir() -> Path:
-    """``$AUTOGLUON_MAYA_DATASETS``, else the first existing ``shared/datasets`` among: beside the
-    repository checkout these helpers sit in, under the current directory, beside it. Without any, the
-    last candidate is returned, so the error names a path relative to where the user runs from."""
+    """``$AUTOGLUON_MAYA_DATASETS``, else ``datasets`` in the working directory (``--data-dir`` overrides both in
+    every script); a missing folder is reported by the loader, naming this path."""
     env = os.environ.get(DATASETS_ENV)
-    if env:
-        return Path(env)
-    candidates = [REPO.parent / "shared" / "datasets", Path.cwd() / "shared" / "datasets",
-                  Path.cwd().parent / "shared" / "datasets"]
-    return next((c for c in candidates if c.is_dir()), candidates[-1])
+    return Path(env) if env else Path.cwd() / "datasets"
 
 
 @dataclass

@@ -296,10 +296,8 @@ def patience_stretch(n: int, batch_size: int) -> int:
 
 def make_optimizer(net: nn.Module, params: dict) -> torch.optim.AdamW:
     """AdamW at a constant rate with decay on weight matrices only, the paper's recipe (Appendix B.2, after
-    FT-Transformer).  A cut of the rate on a validation plateau with decay on every parameter, the default until
-    0.2.0, validated better than this on 11 of the 26 pairs of the decision tables, worse on 10, and worse on
-    average (-0.49 %) (docs/maya.md, "The schedule and the batch, judged again"): no gain, so the paper's.  Fused AdamW updates every parameter in one
-    kernel instead of a loop over them (docs/maya.md)."""
+    FT-Transformer); a plateau cut with decay on every parameter validated no better (docs/maya.md, "The schedule
+    and the batch, judged again").  Fused AdamW updates every parameter in one kernel instead of a loop over them."""
     groups = parameter_groups(net, params["weight_decay"])
     return torch.optim.AdamW(groups, lr=params["learning_rate"], fused=True)
 

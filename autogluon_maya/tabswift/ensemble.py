@@ -356,8 +356,8 @@ class TabSwiftEnsemble:
         if getattr(self, "constant_target_", None) is not None:  # predicted without the network
             return 0
         for i, m in enumerate(self.members_):
-            if ("member", i) in self._caches or ("member", i, "groups") in self._caches:
-                continue  # encoded before (a hierarchy's root node keys a member above C_max classes)
+            if any(key[:2] == ("member", i) for key in self._caches):
+                continue  # encoded before
             start = clock()
             if deadline is not None and start + last >= deadline:
                 break

@@ -817,9 +817,9 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
             self._fit_threads = fit_threads
 
     def _save_caches(self, path: Path) -> int:
-        """Write the members' context caches (``export_caches``, at most ``disk_cache_mb``) beside the weights, with
-        the sha256 of the weights they were encoded with; remove a stale file where none is kept.  Returns how
-        many caches were written."""
+        """Write the members' context caches (``export_caches``, at most ``disk_cache_mb``: the ensemble's
+        ``keep_inputs_bytes``) beside the weights, with the sha256 of the weights they were encoded with; remove a
+        stale file where none is kept.  Returns how many caches were written."""
         import json
 
         from safetensors.torch import save_file
@@ -827,8 +827,7 @@ class TabSwiftModel(TorchPluginMixin, AbstractTorchModel):
         from .weights import _publish, _temporary, read_checkpoint_info
 
         target = path / CACHES_NAME
-        limit = float(self._get_model_params().get("disk_cache_mb", DEFAULT_PARAMS["disk_cache_mb"]) or 0)
-        tensors, records = self.model.export_caches(int(limit * 2 ** 20)) if limit > 0 else ({}, [])
+        tensors, records = self.model.export_caches(getattr(self.model, "keep_inputs_bytes", 0))
         if not records:
             target.unlink(missing_ok=True)
             return 0

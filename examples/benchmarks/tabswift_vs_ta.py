@@ -258,10 +258,11 @@ def patched_ta_load(table: torch.Tensor, multiclass: bool):
         return
     from tabswift_vs_authors import ClassTable
 
-    inherited = TAModel.load  # bound to TAModel: AutoGluon loads by the class it pickled
+    own = TAModel.__dict__.get("load")  # None: inherited
+    original = TAModel.load  # bound to TAModel: AutoGluon loads by the class it pickled
 
     def load(cls, *a, **kw):
-        obj = inherited(*a, **kw)
+        obj = original(*a, **kw)
         obj.model.model_.icl_predictor.y_encoder = ClassTable(table)
         return obj
 
@@ -269,7 +270,10 @@ def patched_ta_load(table: torch.Tensor, multiclass: bool):
     try:
         yield
     finally:
-        del TAModel.load  # the inherited one again
+        if own is None:
+            del TAModel.load
+        else:
+            TAModel.load = own
 
 
 def run_table(name: str, args, exported: Path, base: Path, table: torch.Tensor, sampler: PeakRSS, workdir: Path,

@@ -781,28 +781,9 @@ def _relative_gain(base: float, other: float, regression: bool) -> float:
 
 def budget_trials(folder: str = BUDGET, base: str = "MAYA", trials: Sequence[tuple] = BUDGET_TRIALS) -> str:
     """One row per trial against the default (``base``) on validation, over the (table, split seed) pairs of the
-    decision tables where both ran: pairs better / level / worse, the mean relative gain, and the mean fit seconds
-    of both; the pairs' count says which tables a trial covered (a classification setting, only those)."""
-    latest = latest_rows(folder)
-    body = []
-    for model, label in trials:
-        pairs = [(d, s) for d in DECISION_TABLES for s in (0, 1) if (d, s, model) in latest and (d, s, base) in latest]
-        if not pairs:
-            continue
-        counts, gains, secs = [0, 0, 0], [], ([], [])
-        for d, s in pairs:
-            a, b = latest[(d, s, base)], latest[(d, s, model)]
-            regression = a["task"] == "regression"
-            g = _relative_gain(float(a["val_score"]), float(b["val_score"]), regression)
-            counts[0 if g > 0 else 1 if g == 0 else 2] += 1
-            gains.append(g)
-            secs[0].append(float(a["fit_s"]))
-            secs[1].append(float(b["fit_s"]))
-        mean = round(100 * sum(gains) / len(gains), 2) + 0.0  # (+ 0.0: no "-0.00")
-        body.append([label, str(len(pairs)), " / ".join(map(str, counts)), f"{mean:+.2f} %",
-                     f"{sum(secs[0]) / len(pairs):.0f}", f"{sum(secs[1]) / len(pairs):.0f}"])
-    return markdown(["trial (against the default)", "pairs", "better / level / worse", "mean relative gain",
-                     "default s", "trial s"], body)
+    decision tables where both ran (``decision_trials`` with one baseline for every trial); the pairs' count says
+    which tables a trial covered (a classification setting, only those)."""
+    return decision_trials(folder, [(label, ((base, model),)) for model, label in trials])
 
 
 def budget_pairs(folder: str = BUDGET, base: str = "MAYA", trials: Sequence[tuple] = BUDGET_TRIALS) -> str:
@@ -836,8 +817,9 @@ DECISION_TRIALS = (
 
 
 def decision_trials(folder: str = DECISIONS, trials: Sequence[tuple] = DECISION_TRIALS) -> str:
-    """Like ``budget_trials``, with each trial's own baselines: pairs better / level / worse on validation, the
-    mean relative gain of the trial, mean fit seconds of both sides."""
+    """One row per trial, each against its own baselines (``(baseline model, trial model)`` comparisons) over the
+    (decision table, split seed) pairs where both ran: pairs better / level / worse on validation, the mean
+    relative gain of the trial, the mean fit seconds of both sides."""
     latest = latest_rows(folder)
     body = []
     for label, comparisons in trials:

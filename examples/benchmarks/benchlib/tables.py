@@ -869,6 +869,17 @@ def decision_pairs(folder: str = DECISIONS) -> str:
 table("maya-decision-trials")(decision_trials)
 table("maya-decision-pairs")(decision_pairs)
 
+# ---- MAYA: the settings that had rested on one seed, against the constant-rate default, on the decision tables
+CONSTANT = "maya_decisions_constant"
+#: (model name in the results, what it changes against the default); a classification or regression setting ran
+#: on those tables only
+CONSTANT_TRIALS = (("MAYA@br2", "`num_branch=2` for classification, against 4 (the default then)"),
+                   ("MAYA@br4", "`num_branch=4` for regression, against 2"),
+                   ("MAYA@ema", "`ema_epochs=5` for classification (default off, the paper's)"),
+                   ("MAYA@serial", "`parallel_members=1`: members one at a time (default: the first two at once)"))
+table("maya-constant-trials")(lambda: budget_trials(CONSTANT, "MAYA", CONSTANT_TRIALS))
+table("maya-constant-pairs")(lambda: budget_pairs(CONSTANT, "MAYA", CONSTANT_TRIALS))
+
 
 # TabSwift (shipped weights, zero-shot) with 16 members against the default 8, on the decision tables (docs/tabswift.md)
 TABSWIFT_MEMBERS = (("TABSWIFT@m16", "`n_estimators=16`"),)

@@ -1,0 +1,349 @@
+"""The 12 tables of the ensemble benchmark as TabArena user tasks: seven methods at their defaults, bagged the
+TabArena way, one outer split per table; resumable.
+
+    python examples/benchmarks/tabarena_run.py --data-dir /data/tables             # the full run (see below)
+    python examples/benchmarks/tabarena_run.py --smoke --out /tmp/ta_smoke         # the plumbing, 2-3 min on 2 cores
+    python examples/benchmarks/tabarena_compare.py --out <the same --out>          # Elo, ranks, simulated ensembles
+
+The tables (``mixed_ensemble_benchmark.DATASETS``): qsar_biodeg, seismic_bumps, phoneme, spambase, telco_churn,
+bank_churn, satimage, letter, otto, ames_housing, cpu_act, house_16H, read from ``--data-dir`` (default
+``$AUTOGLUON_MAYA_DATASETS``, else ``./datasets``).  Each becomes a TabArena task with
+``UserTask.create_task`` (no OpenML, no download) holding ONE outer split, the split of protocol P1
+(``benchlib.p1.p1_data``, seed ``--seed``): TabArena's train part = P1's train + validation rows, its test part =
+P1's test rows.  A table above 15,627 rows (``benchlib.ensemble.max_rows_for_train(10000)``, the cap of the other
+benchmarks: 10,000 P1 training rows) is first subsampled to that many rows, seeded and stratified for
+classification, by ``benchlib.protocol.load_dataset`` -- the same rows the other benchmarks fit on.  Object
+columns become ``category`` (TabArena refuses ``object``).  The metric is TabArena's default for the problem
+type: ROC-AUC (binary), log loss (multiclass), RMSE (regression); TabArena reports errors (1 - AUC, ...).
+
+The methods, each at its default, built by one ``TabArenaV0pt1ExperimentBundle`` (the settings of TabArena-v0.1's
+leaderboard: AutoGluon's default preprocessing, no feature shuffling) with ``n_configs`` 0:
+
+* ``CatBoost``, ``LightGBM``, ``XGBoost``, ``TabM``, ``RealMLP``: TabArena's registry entries;
+* MAYA and TabSwift: ``maya_config_generator()`` and ``tabswift_config_generator()`` of
+  ``autogluon_maya.integrations.tabarena`` as ``(generator, 0)`` entries, the route TabArena recommends for models
+  outside its registry (TabSwift with the checkpoint shipped in the package: no download).
+
+TabArena's bagging protocol: 8 bag folds, one bag set, the bundle's seeds (varied across the folds); the
+out-of-fold predictions on the train part are the validation predictions TabArena's ensemble simulation uses.
+Each config (one bagged model) has ``--time-limit`` seconds (default 300, sized for 2 CPU cores; TabArena's own
+limit is 3,600 s per config) and ``--num-cpus`` cores (2); the runner fits one config at a time, and a config
+fits its folds one after another in this process (``--parallel-folds``: AutoGluon's parallel fold fitting
+with Ray, as TabArena runs it on larger machines).
+
+Worst case at the defaults: 12 tables x 7 configs x 300 s = 25,200 s = 7.0 h of time limits, plus what the
+limits do not cover -- loading the task, the test-set predictions, AutoGluon's overrun of a limit (a few
+per cent) -- about 8 h in all.  Most configs stop well before their limit on the small tables.
+
+Outputs in ``--out`` (default ``examples/benchmarks/results/tabarena_12``):
+
+* ``results.csv`` (commit it): one row per (table, method): test and validation error, metric, problem
+  type, fit and predict seconds, train/test rows -- from TabArena's ``EvaluationRepository.metrics()`` over the
+  runner's results -- and ``status`` (``ok``, or ``missing`` when the config failed or has not run yet);
+* ``settings.json`` (commit it): the settings, the tables' sizes and the code version;
+* ``raw/`` (do NOT commit; the script writes a ``.gitignore`` there that ignores it all): ``runs/`` the runner's
+  ``results.pkl`` per (config, table) -- the cache a rerun resumes from --, ``tasks/`` the TabArena tasks,
+  ``repo/`` the ``EvaluationRepository`` (``to_dir``) with every config's validation and test predictions,
+  which ``tabarena_compare.py`` loads for the ensemble simulation, ``models/`` where fits write their models
+  (removed after each fit).
+
+Resumable: a (config, table) pair with a ``results.pkl`` is loaded, not fitted again; a failed fit is logged,
+left out and tried again on the next run.  The settings that define a result (seed, row cap, time limit, folds,
+cores, ``--smoke``) are stored in ``settings.json``; a rerun with other values into the same ``--out`` stops
+with an error.
+
+``--smoke``: two shipped tables (``plugin_tests/data``: qsar_biodeg, ames_housing), 200 rows each, 2 bag
+folds, tiny models (MAYA 3 epochs and one member, TabSwift one estimator without fine-tuning, 20 boosting
+rounds, 2 epochs for TabM and RealMLP), 30 s per config; ``--out`` defaults to a folder under the system's
+temporary directory.  It checks the plumbing, not the models.
+
+Needs ``pip install "autogluon_maya[bench]"`` (tabarena, bencheval, pytabkit for RealMLP) and ``tabm``, the
+package TabArena's TabM imports (``pip install tabm``, or ``tabarena[tabm]``); the script checks both before it
+starts.  Offline: the tasks are local, the models need no download, and ``HF_HUB_OFFLINE`` is set unless the
+environment sets it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before anything imports huggingface_hub: nothing here downloads
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+if importlib.util.find_spec("autogluon_maya") is None:  # not installed: the checkout this script sits in
+    sys.path.insert(0, str(REPO))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+
+from benchlib.ensemble import max_rows_for_train  # noqa: E402
+from mixed_ensemble_benchmark import DATASETS  # noqa: E402  (the 12 tables of the ensemble benchmark)
+
+DEFAULT_OUT = HERE / "results" / "tabarena_12"
+SMOKE_DATA = REPO / "plugin_tests" / "data"
+SMOKE_TABLES = "qsar_biodeg,ames_housing"
+SMOKE_ROWS = 200
+#: TabArena's registry names of the five reference methods
+REGISTRY_MODELS = ("CatBoost", "LightGBM", "XGBoost", "TabM", "RealMLP")
+#: the label each method gets in the outputs, by the config name's prefix (the model's ``ag_name``)
+LABELS = {"CatBoost": "CatBoost", "LightGBM": "LightGBM", "XGBoost": "XGBoost", "TA-TabM": "TabM",
+          "TA-RealMLP": "RealMLP", "Maya": "MAYA", "TabSwift": "TabSwift"}
+#: --smoke: tiny settings, merged into each default config (the bundle's per-model hyperparameters)
+SMOKE_HYPERPARAMETERS = {
+    "CatBoost": {"iterations": 20},
+    "LightGBM": {"num_boost_round": 20},
+    "XGBoost": {"n_estimators": 20},
+    "TabM": {"n_epochs": 2},
+    "RealMLP": {"n_epochs": 2},
+    "MAYA": {"max_epochs": 3, "ensemble_members": 1},
+    "TabSwift": {"n_estimators": 1, "fine_tune": False},
+}
+NUM_BAG_FOLDS = 8
+SMOKE_BAG_FOLDS = 2
+#: what TabArena's TabM and RealMLP import when they fit: checked before the run starts
+REQUIRED_MODULES = (("tabm", "TabArena's TabM: tabarena[tabm]"),
+                    ("pytabkit", "TabArena's RealMLP: tabarena[realmlp]"))
+PIP_NAMES = ("tabm", "pytabkit")
+#: settings whose change makes earlier results in the same --out something else
+RESULT_SETTINGS = ("seed", "max_rows", "time_limit", "num_bag_folds", "num_cpus", "num_gpus", "smoke",
+                   "parallel_folds", "bundle")
+GITIGNORE = ("# Raw TabArena artefacts (results.pkl per fit, tasks, the EvaluationRepository): large and\n"
+             "# machine-specific. results.csv and settings.json one folder up are the committed form.\n*\n")
+
+
+def label_of(config: str) -> str:
+    """``CatBoost_c1_default_BAG_L1`` -> ``CatBoost``, ``TA-TabM_c1_default_BAG_L1`` -> ``TabM``,
+    ``Maya_c1_default_BAG_L1`` -> ``MAYA``."""
+    prefix = config.split("_")[0]
+    return LABELS.get(prefix, prefix)
+
+
+# ---- tasks -----------------------------------------------------------------------------------------------
+def build_task(path: Path, *, seed: int, max_rows: int, task_dir: Path, smoke: bool):
+    """The TabArena task of one table: P1's split of the (capped) table, as a saved ``UserTask``; returns
+    ``(user_task, info)`` with the table's sizes."""
+    from benchlib.p1 import p1_data
+    from tabarena.benchmark.task.user_task import UserTask
+
+    data = p1_data(path, seed=seed, max_rows=max_rows)
+    ds = data.dataset
+    frame = ds.data.copy()
+    for column in frame.columns:  # TabArena takes categoricals as ``category``, never ``object``
+        if column != ds.target and frame[column].dtype == object:
+            frame[column] = frame[column].astype("category")
+    train_rows = sorted(int(i) for i in list(data.train.index) + list(data.val.index))
+    test_rows = sorted(int(i) for i in data.test.index)
+    user_task = UserTask(task_name=f"{ds.name}_smoke" if smoke else ds.name, task_cache_path=task_dir)
+    task = user_task.create_task(target_feature=ds.target,
+                                 problem_type="classification" if ds.is_classification else "regression",
+                                 dataset=frame, splits={0: {0: (train_rows, test_rows)}})
+    user_task.save_task(task)
+    info = {"table": ds.name, "dataset": user_task.tabarena_task_name, "task": ds.task, "target": ds.target,
+            "rows": len(frame), "features": frame.shape[1] - 1, "train_rows": len(train_rows),
+            "test_rows": len(test_rows)}
+    return user_task, info
+
+
+# ---- experiments -----------------------------------------------------------------------------------------
+def build_experiments(*, time_limit: float, num_cpus: int, num_gpus: int, smoke: bool, parallel_folds: bool,
+                      models_dir: Path, verbosity: int) -> list:
+    """The seven default configs as TabArena bag experiments, all from one bundle."""
+    from tabarena.benchmark.experiment.bundle import TabArenaV0pt1ExperimentBundle
+
+    from autogluon_maya.integrations.tabarena import maya_config_generator, tabswift_config_generator
+
+    def entry(model, label):
+        return (model, 0, SMOKE_HYPERPARAMETERS[label]) if smoke else (model, 0)
+
+    models = [entry(name, name) for name in REGISTRY_MODELS]
+    models += [entry(maya_config_generator(), "MAYA"),
+               entry(tabswift_config_generator(checkpoint_path="shipped"), "TabSwift")]
+    bundle = TabArenaV0pt1ExperimentBundle(models=models, sequential_local_fold_fitting=not parallel_folds,
+                                           model_artifacts_base_path=str(models_dir), verbosity=verbosity,
+                                           model_verbosity=None)
+    experiments = bundle.build_experiments(time_limit=int(time_limit), num_cpus=num_cpus, num_gpus=num_gpus)
+    if smoke:
+        experiments = [with_bag_folds(e, SMOKE_BAG_FOLDS) for e in experiments]
+    return experiments
+
+
+def with_bag_folds(experiment, num_bag_folds: int):
+    """The same bag experiment with another fold count, rebuilt from the constructor arguments TabArena records
+    for its YAML round trip (the bundle itself has no fold-count setting)."""
+    kwargs = {**experiment._locals, "num_bag_folds": num_bag_folds}
+    return type(experiment)(**kwargs)
+
+
+# ---- the run ---------------------------------------------------------------------------------------------
+def settings_of(args) -> dict:
+    return {"seed": args.seed, "max_rows": args.max_rows, "time_limit": args.time_limit,
+            "num_bag_folds": SMOKE_BAG_FOLDS if args.smoke else NUM_BAG_FOLDS, "num_bag_sets": 1,
+            "num_cpus": args.num_cpus, "num_gpus": args.num_gpus, "smoke": args.smoke,
+            "parallel_folds": args.parallel_folds, "bundle": "TabArenaV0pt1ExperimentBundle",
+            "tables": args.datasets.split(","), "data_dir": str(args.data_dir)}
+
+
+def check_settings(out: Path, settings: dict) -> None:
+    """Stop when ``out`` holds results made with other result-defining settings."""
+    path = out / "settings.json"
+    if not path.is_file():
+        return
+    old = json.loads(path.read_text()).get("settings", {})
+    changed = {k: (old.get(k), settings[k]) for k in RESULT_SETTINGS if k in old and old[k] != settings[k]}
+    if changed:
+        raise SystemExit(f"error: {out} holds results made with other settings "
+                         f"({', '.join(f'{k}: {a!r} -> {b!r}' for k, (a, b) in changed.items())}); "
+                         "choose another --out")
+
+
+def write_raw_gitignore(raw: Path) -> None:
+    raw.mkdir(parents=True, exist_ok=True)
+    (raw / ".gitignore").write_text(GITIGNORE)
+
+
+def compact_rows(repo, infos: list[dict], configs: list[str]) -> list[dict]:
+    """One row per (table, config) from the repository's metrics; pairs without a result are ``missing``."""
+    metrics = repo.metrics().reset_index() if repo is not None else None
+    rows = []
+    for info in infos:
+        dataset = info["dataset"]
+        meta = repo.dataset_info(dataset) if repo is not None and dataset in repo.datasets() else {}
+        for config in configs:
+            hit = None if metrics is None else metrics[(metrics["dataset"] == dataset)
+                                                       & (metrics["framework"] == config)]
+            row = {"table": info["table"], "method": label_of(config), "config": config, "dataset": dataset,
+                   "task": info["task"], "problem_type": meta.get("problem_type"), "metric": meta.get("metric"),
+                   "train_rows": info["train_rows"], "test_rows": info["test_rows"]}
+            if hit is not None and len(hit):
+                r = hit.iloc[0]
+                row.update(status="ok", test_error=float(r["metric_error"]),
+                           val_error=float(r["metric_error_val"]), fit_s=round(float(r["time_train_s"]), 2),
+                           predict_s=round(float(r["time_infer_s"]), 3))
+            else:
+                row.update(status="missing", test_error=None, val_error=None, fit_s=None, predict_s=None)
+            rows.append(row)
+    return rows
+
+
+def run(args) -> None:
+    import pandas as pd
+    from tabarena.benchmark.experiment import ExperimentBatchRunner
+    from tabarena.benchmark.result import BaselineResult
+    from tabarena.benchmark.task.metadata.collection import TaskMetadataCollection
+    from tabarena.repository.generate_repo import generate_repo_from_results_lst
+
+    out = Path(args.out).resolve()
+    raw = out / "raw"
+    settings = settings_of(args)
+    check_settings(out, settings)
+    write_raw_gitignore(raw)
+
+    t0 = time.time()
+    tables = args.datasets.split(",")
+    user_tasks, infos = [], []
+    for table in tables:
+        user_task, info = build_task(Path(args.data_dir) / table, seed=args.seed, max_rows=args.max_rows,
+                                     task_dir=raw / "tasks", smoke=args.smoke)
+        user_tasks.append(user_task)
+        infos.append(info)
+        print(f"task {info['table']}: {info['task']}, {info['train_rows']} train / {info['test_rows']} test rows, "
+              f"{info['features']} features -> {info['dataset']}", flush=True)
+    collection = TaskMetadataCollection.from_user_tasks(user_tasks)
+
+    experiments = build_experiments(time_limit=args.time_limit, num_cpus=args.num_cpus, num_gpus=args.num_gpus,
+                                    smoke=args.smoke, parallel_folds=args.parallel_folds,
+                                    models_dir=raw / "models", verbosity=args.verbosity)
+    configs = [e.name for e in experiments]
+    print("configs:", ", ".join(configs), flush=True)
+
+    (out / "settings.json").write_text(json.dumps(
+        {"settings": settings, "configs": configs, "tables": infos, "code": code_version(out)}, indent=1) + "\n")
+
+    runner = ExperimentBatchRunner(expname=str(raw / "runs"), task_metadata=collection, user_tasks=user_tasks,
+                                   debug_mode=False, raise_on_failure=False, cache_mode="default")
+    results = runner.run(methods=experiments, datasets=[i["dataset"] for i in infos], folds=[0])
+    print(f"{len(results)} of {len(configs) * len(infos)} (config, table) results after "
+          f"{time.time() - t0:.0f} s", flush=True)
+
+    repo = None
+    if results:
+        repo = generate_repo_from_results_lst(results_lst=[BaselineResult.from_dict(r) for r in results],
+                                              task_metadata=collection)
+        repo.to_dir(raw / "repo")
+    rows = compact_rows(repo, infos, configs)
+    frame = pd.DataFrame(rows)
+    frame.to_csv(out / "results.csv", index=False)
+    missing = frame[frame["status"] != "ok"]
+    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
+        print(frame[["table", "method", "metric", "test_error", "val_error", "fit_s", "predict_s", "status"]])
+    if len(missing):
+        print(f"missing ({len(missing)}): "
+              + ", ".join(f"{t}/{m}" for t, m in zip(missing["table"], missing["method"])), flush=True)
+    print(f"wrote {out / 'results.csv'}, {out / 'settings.json'} and {raw / 'repo'}", flush=True)
+
+
+def code_version(out: Path) -> dict:
+    from benchlib.provenance import code_version as provenance_code_version
+    from benchlib.provenance import package_repo, relative_to_repo
+
+    repo = package_repo()
+    rel_out = relative_to_repo(out, repo)
+    return provenance_code_version(repo, exclude=[rel_out] if rel_out else [])
+
+
+def parse_args(argv=None):
+    from benchlib.protocol import default_datasets_dir
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", default=None,
+                    help=f"folder of dataset folders (default: {default_datasets_dir()}; with --smoke {SMOKE_DATA})")
+    ap.add_argument("--datasets", default=None,
+                    help=f"comma-separated tables (default: the 12 tables; with --smoke {SMOKE_TABLES})")
+    ap.add_argument("--out", default=None,
+                    help=f"output folder (default: {DEFAULT_OUT}; with --smoke a folder under the temp directory)")
+    ap.add_argument("--time-limit", type=float, default=None, help="seconds per config (default 300; smoke 30)")
+    ap.add_argument("--num-cpus", type=int, default=2)
+    ap.add_argument("--num-gpus", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="the P1 split and subsample seed (default 0)")
+    ap.add_argument("--max-rows", type=int, default=None,
+                    help="subsample larger tables to this many rows (default 15,627, i.e. 10,000 P1 training rows; "
+                         f"smoke {SMOKE_ROWS})")
+    ap.add_argument("--parallel-folds", action="store_true",
+                    help="fit a config's bag folds in parallel with Ray (default: one after another)")
+    ap.add_argument("--verbosity", type=int, default=1, help="AutoGluon's verbosity in each fit (default 1)")
+    ap.add_argument("--smoke", action="store_true", help="two tiny tables, tiny models: checks the plumbing")
+    args = ap.parse_args(argv)
+    if args.data_dir is None:
+        args.data_dir = str(SMOKE_DATA if args.smoke else default_datasets_dir())
+    if args.datasets is None:
+        args.datasets = SMOKE_TABLES if args.smoke else DATASETS
+    if args.out is None:
+        args.out = str(Path(tempfile.gettempdir()) / "tabarena_12_smoke") if args.smoke else str(DEFAULT_OUT)
+    if args.time_limit is None:
+        args.time_limit = 30.0 if args.smoke else 300.0
+    if args.max_rows is None:
+        args.max_rows = SMOKE_ROWS if args.smoke else max_rows_for_train(10000)
+    lacking = [f"{module} ({why})" for module, why in REQUIRED_MODULES if importlib.util.find_spec(module) is None]
+    if lacking:
+        ap.error(f"not importable: {', '.join(lacking)}; install with pip install {' '.join(PIP_NAMES)}")
+    missing = [t for t in args.datasets.split(",") if not (Path(args.data_dir) / t / "meta.json").is_file()]
+    if missing:
+        ap.error(f"no dataset folder (data.csv.gz + meta.json) for {', '.join(missing)} in {args.data_dir}; "
+                 f"pass --data-dir or set $AUTOGLUON_MAYA_DATASETS")
+    return args
+
+
+def main(argv=None) -> None:
+    run(parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()

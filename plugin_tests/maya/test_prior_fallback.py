@@ -18,7 +18,8 @@ from autogluon_maya import MayaModel
 from benchlib.ensemble import prior_fallbacks
 from autogluon_maya.maya import trainer
 
-TINY = {"hidden_size": 16, "num_heads": 2, "ensemble_members": 1, "adaptive_threads": False}
+TINY = {"hidden_size": 16, "num_heads": 2, "ensemble_members": 1, "adaptive_threads": False,
+        "num_branch": 4}  # the network these tiny fits were sized with
 
 
 def _nine_classes(n: int, seed: int = 0):

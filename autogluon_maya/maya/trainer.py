@@ -258,8 +258,6 @@ class WeightAverage:
             net.load_state_dict(saved)
 
 
-
-
 class TrainData(NamedTuple):
     """One network's training rows, as tensors on the training device."""
     x_num: torch.Tensor

@@ -81,7 +81,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/stack_with_gbdts.py (portfolio helper)
 
-from benchlib.provenance import RESULTS_DIR, package_commit, package_repo, relative_to_repo  # noqa: E402
+from benchlib.provenance import RESULTS_DIR, package_commit, package_repo  # noqa: E402
 from benchlib.provenance import code_version as provenance_code_version  # noqa: E402
 
 #: 6 binary, 3 multiclass, 3 regression tables (letter, otto and house_16H are subsampled)
@@ -153,9 +153,7 @@ def ensembling(args_or_spec) -> str:
 def code_version(out: Path) -> dict:
     """``commit``, ``code_commit`` and ``package_commit`` (``benchlib.provenance``) of the
     checkout that holds the ``autogluon_maya`` this run imports, ``out`` counted as results, not code."""
-    repo = package_repo()
-    rel_out = relative_to_repo(out, repo)
-    return provenance_code_version(repo, exclude=[rel_out] if rel_out else [])
+    return provenance_code_version(package_repo(), out=out)
 
 
 # ---- one fit (runs in a child process) -----------------------------------------------------------------

@@ -48,6 +48,11 @@ from pathlib import Path
 import pandas as pd
 
 HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from benchlib.tables import markdown  # noqa: E402
+
 DEFAULT_OUT = HERE / "results" / "tabarena_12"
 METHODS = ("CatBoost", "LightGBM", "XGBoost", "TabM", "RealMLP", "MAYA", "TabSwift")
 TREES = ("CatBoost", "LightGBM", "XGBoost")
@@ -166,10 +171,8 @@ def _weight(v) -> str:
 
 
 def md_table(header: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
-    align = align or "l" + "r" * (len(header) - 1)
-    sep = ["---:" if a == "r" else "---" for a in align]
-    return ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"] + ["| " + " | ".join(r) + " |"
-                                                                              for r in rows]
+    """``benchlib.tables.markdown`` as report lines."""
+    return markdown(header, rows, align).splitlines()
 
 
 def board_rows(board: pd.DataFrame) -> list[list[str]]:

@@ -80,11 +80,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
-if importlib.util.find_spec("autogluon_maya") is None:  # not installed: the checkout this script sits in
-    sys.path.insert(0, str(REPO))
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 
 from benchlib.ensemble import max_rows_for_train  # noqa: E402
+from benchlib.provenance import code_version  # noqa: E402
 from mixed_ensemble_benchmark import DATASETS  # noqa: E402  (the 12 tables of the ensemble benchmark)
 
 DEFAULT_OUT = HERE / "results" / "tabarena_12"
@@ -265,7 +263,7 @@ def run(args) -> None:
     print("configs:", ", ".join(configs), flush=True)
 
     (out / "settings.json").write_text(json.dumps(
-        {"settings": settings, "configs": configs, "tables": infos, "code": code_version(out)}, indent=1) + "\n")
+        {"settings": settings, "configs": configs, "tables": infos, "code": code_version(out=out)}, indent=1) + "\n")
 
     runner = ExperimentBatchRunner(expname=str(raw / "runs"), task_metadata=collection, user_tasks=user_tasks,
                                    debug_mode=False, raise_on_failure=False, cache_mode="default")
@@ -288,15 +286,6 @@ def run(args) -> None:
         print(f"missing ({len(missing)}): "
               + ", ".join(f"{t}/{m}" for t, m in zip(missing["table"], missing["method"])), flush=True)
     print(f"wrote {out / 'results.csv'}, {out / 'settings.json'} and {raw / 'repo'}", flush=True)
-
-
-def code_version(out: Path) -> dict:
-    from benchlib.provenance import code_version as provenance_code_version
-    from benchlib.provenance import package_repo, relative_to_repo
-
-    repo = package_repo()
-    rel_out = relative_to_repo(out, repo)
-    return provenance_code_version(repo, exclude=[rel_out] if rel_out else [])
 
 
 def parse_args(argv=None):

@@ -75,6 +75,14 @@ def test_extra_excludes_count_as_results(repo):
     assert code_version(repo, exclude=["docs"])["commit"] == head
 
 
+def test_a_runs_output_folder_inside_the_repository_counts_as_results(repo, tmp_path):
+    head = git(repo, "rev-parse", "--short", "HEAD")
+    (repo / "docs" / "guide.md").write_text("guide, edited\n")
+    assert code_version(repo)["commit"] == head + "-dirty"
+    assert code_version(repo, out=repo / "docs")["commit"] == head
+    assert code_version(repo, out=tmp_path / "elsewhere")["commit"] == head + "-dirty"  # outside: nothing excluded
+
+
 def test_a_folder_without_git_gives_unknown_instead_of_failing(tmp_path):
     version = code_version(tmp_path)
     assert version["commit"].startswith("unknown") and version["package_commit"] == "unknown"

@@ -60,12 +60,15 @@ def _last_package_commit(repo: Path, rev: str) -> str:
 _package_commit_at = functools.lru_cache(maxsize=None)(_last_package_commit)
 
 
-def code_version(repo: Optional[Path] = None, exclude: Iterable[str] = ()) -> Dict[str, str]:
+def code_version(repo: Optional[Path] = None, exclude: Iterable[str] = (),
+                 out: Optional[Path] = None) -> Dict[str, str]:
     """``commit``, ``code_commit`` and ``package_commit`` of ``repo`` (default :func:`package_repo`).
 
     ``exclude``: further repository-relative folders that, like :data:`RESULTS_DIR`, hold outputs rather
-    than code (a run's ``--out``)."""
+    than code; ``out``: a run's output folder, counted the same where it lies inside ``repo``."""
     repo = Path(repo) if repo is not None else package_repo()
+    rel_out = relative_to_repo(out, repo) if out is not None else None
+    exclude = [*exclude, *([rel_out] if rel_out else [])]
     excludes = [f":(exclude){p}" for p in (RESULTS_DIR, *exclude)]
     try:
         head = git(repo, "rev-parse", "--short", "HEAD")

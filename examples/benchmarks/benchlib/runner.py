@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Callable, Iterable, List, Optional
 
-from .provenance import code_version, relative_to_repo
+from .provenance import code_version
 from .results import Task, _jsonable, append_result, read_results, todo
 
 CHILD_GRACE_S = 600.0  # hard timeout = 3 x time limit + this: AutoGluon's time limit is soft
@@ -116,11 +116,10 @@ def run_task(task: Task, data_dir: str | Path, num_cpus: int = 2, hard_timeout: 
              results_dir: Optional[Path] = None) -> dict:
     """Fit ``task`` in a spawned child and return its full result row; never raises for a failed fit.
     ``results_dir``: where the rows go, counted as results rather than code in the row's code version."""
-    out = relative_to_repo(results_dir) if results_dir is not None else None
     row = {"dataset": task.dataset, "model": task.model, "seed": int(task.seed), "config": task.config,
            "task": dataset_task(data_dir, task.dataset), "time_limit": float(task.time_limit),
            "max_rows": task.max_rows, "hyperparameters": task.hyperparameters, "num_cpus": num_cpus,
-           "started": time.strftime("%Y-%m-%dT%H:%M:%S"), **code_version(exclude=[out] if out else [])}
+           "started": time.strftime("%Y-%m-%dT%H:%M:%S"), **code_version(out=results_dir)}
     spec = {"data_dir": str(data_dir), "dataset": task.dataset, "model": task.model, "seed": int(task.seed),
             "time_limit": float(task.time_limit), "max_rows": task.max_rows,
             "hyperparameters": task.hyperparameters, "num_cpus": num_cpus}

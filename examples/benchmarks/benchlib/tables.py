@@ -787,17 +787,24 @@ def budget_trials(folder: str = BUDGET, base: str = "MAYA", trials: Sequence[tup
 
 
 def budget_pairs(folder: str = BUDGET, base: str = "MAYA", trials: Sequence[tuple] = BUDGET_TRIALS) -> str:
-    """Validation score of the default and of every trial per (decision table, split seed); — where it did not run."""
+    """Validation score of the default and of every trial per (decision table, split seed); — where it did not run.
+    A trial's model may be a tuple of models that ran on different tables (one column: the first that ran)."""
     latest = latest_rows(folder)
-    shown = [(m, label) for m, label in trials if any(k[2] == m for k in latest)]
+
+    def models(m):
+        return (m,) if isinstance(m, str) else tuple(m)
+
+    shown = [(m, label) for m, label in trials if any(k[2] in models(m) for k in latest)]
     body = []
     for d in DECISION_TABLES:
         for s in (0, 1):
             if (d, s, base) not in latest:
                 continue
             regression = latest[(d, s, base)]["task"] == "regression"
-            cells = [fmt(float(latest[(d, s, m)]["val_score"])) if (d, s, m) in latest else "—"
-                     for m in [base] + [m for m, _ in shown]]
+            cells = []
+            for m in [base] + [m for m, _ in shown]:
+                ran = next((x for x in models(m) if (d, s, x) in latest), None)
+                cells.append(fmt(float(latest[(d, s, ran)]["val_score"])) if ran else "—")
             body.append([f"{d} ({'RMSE' if regression else 'accuracy'})", str(s)] + cells)
     return markdown(["table (validation metric)", "seed", "default"] + [label for _, label in shown], body,
                     "ll" + "r" * (1 + len(shown)))
@@ -837,33 +844,22 @@ def decision_trials(folder: str = DECISIONS, trials: Sequence[tuple] = DECISION_
                     secs[1].append(float(b["fit_s"]))
         if not gains:
             continue
-        mean = round(100 * sum(gains) / len(gains), 2) + 0.0
+        mean = round(100 * sum(gains) / len(gains), 2) + 0.0  # (+ 0.0: no "-0.00")
         body.append([label, str(len(gains)), " / ".join(map(str, counts)), f"{mean:+.2f} %",
                      f"{sum(secs[0]) / len(gains):.0f}", f"{sum(secs[1]) / len(gains):.0f}"])
     return markdown(["trial (against the default)", "pairs", "better / level / worse", "mean relative gain",
                      "default s", "trial s"], body)
 
 
+#: the columns of the per-pair table: batch 1024, the default with the linear token (binary, regression) and
+#: the constant rate (one trial model per task)
+DECISION_COLUMNS = (("MAYA@b1024", "batch 1024"), ("MAYA@lin", "default, linear token"),
+                    (("MAYA@sched_m", "MAYA@sched_lin_b", "MAYA@sched_lin_r"), "constant rate"))
+
+
 def decision_pairs(folder: str = DECISIONS) -> str:
-    """Validation scores per (decision table, seed): the default, batch 1024, the default with the linear token
-    (binary, regression) and the constant rate; — where it did not run."""
-    latest = latest_rows(folder)
-    body = []
-    for d in DECISION_TABLES:
-        for s in (0, 1):
-            if (d, s, "MAYA") not in latest:
-                continue
-            regression = latest[(d, s, "MAYA")]["task"] == "regression"
-
-            def val(m):
-                return fmt(float(latest[(d, s, m)]["val_score"])) if (d, s, m) in latest else "—"
-
-            sched = next((m for m in ("MAYA@sched_m", "MAYA@sched_lin_b", "MAYA@sched_lin_r") if (d, s, m) in latest),
-                         None)
-            body.append([f"{d} ({'RMSE' if regression else 'accuracy'})", str(s), val("MAYA"), val("MAYA@b1024"),
-                         val("MAYA@lin"), val(sched) if sched else "—"])
-    return markdown(["table (validation metric)", "seed", "default", "batch 1024", "default, linear token",
-                     "constant rate"], body, "llrrrr")
+    """Validation scores per (decision table, seed) of the default and each column of ``DECISION_COLUMNS``."""
+    return budget_pairs(folder, "MAYA", DECISION_COLUMNS)
 
 
 table("maya-decision-trials")(decision_trials)

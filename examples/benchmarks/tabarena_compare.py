@@ -52,9 +52,10 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from benchlib.tables import markdown  # noqa: E402
+from tabarena_run import DEFAULT_OUT, LABELS  # noqa: E402
 
-DEFAULT_OUT = HERE / "results" / "tabarena_12"
-METHODS = ("CatBoost", "LightGBM", "XGBoost", "TabM", "RealMLP", "MAYA", "TabSwift")
+#: the seven methods in report order, as tabarena_run.py labels them
+METHODS = tuple(LABELS.values())
 TREES = ("CatBoost", "LightGBM", "XGBoost")
 #: the simulated ensembles: name -> members
 ENSEMBLES = {
@@ -159,6 +160,7 @@ def simulate_ensembles(repo_dir: Path, results: pd.DataFrame, ensemble_size: int
 
 # ---- the report ------------------------------------------------------------------------------------------
 def _num(v, digits=4) -> str:
+    """Significant digits, not benchlib's fixed decimals: TabArena reports errors, and 1 - AUC can be 0.0012."""
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "—"
     if not isinstance(v, float):

@@ -230,3 +230,15 @@ def test_two_seed_level1_compares_maya_with_realmlp_and_reads_the_final_weights(
     assert out[5] == "| r, seed 1 ↓ | 3.0000 (LightGBM) | 2.5000 | 2.0000 | — | — | 0.00 / 0.00 | 0.30 |"
     assert out[6] == ("| pairs (4) |  | ≥ RealMLP: 2 of 4 |  |  | above the best tree: 1 of 3 fitted "
                       "| 2 / 2 of 4 weighted | 2 of 4 weighted |")
+
+
+def test_final_weights_name_the_level_two_models_instead_of_calling_them_trees_only():
+    """A final model on level-2 trees uses every level-1 model's predictions: it is not "trees only"."""
+    def row(weights):
+        return {"best_model": "WeightedEnsemble_L3", "weights": {"WeightedEnsemble_L3": weights}}
+
+    assert tables.final_weight_text(row({"CatBoost_BAG_L2": 0.04, "XGBoost_BAG_L2": 0.96})) == "trees L2 1.00"
+    assert tables.final_weight_text(row({"XGBoost_BAG_L1": 0.06, "RealMLP_BAG_L2": 0.94})) == "RealMLP L2 0.94"
+    mixed = {"LightGBM_BAG_L1": 0.2, "Maya_BAG_L1": 0.2, "Maya_BAG_L2": 0.2, "CatBoost_BAG_L2": 0.4}
+    assert tables.final_weight_text(row(mixed)) == "MAYA 0.20, MAYA L2 0.20, trees L2 0.40"
+    assert tables.final_weight_text(row({"LightGBM_BAG_L1": 0.5, "CatBoost_BAG_L1_FULL": 0.5})) == "trees only"

@@ -484,19 +484,28 @@ def ensemble_all_targets(folder: str = ALL_FOLDER) -> str:
                      "median", "worst table (mean over seeds)", "mean without the best table"], body, "lrrrll")
 
 
+def final_weight_text(row: dict) -> str:
+    """The weight of the final model on each neural family at level 1 (``MAYA 0.33``) and on the level-2 models
+    (``RealMLP L2 0.94``, ``trees L2 0.60``), which take every level-1 model's predictions as features, so a
+    final model on level-2 trees alone still uses the neural models; "trees only" when every weight is on a
+    level-1 tree."""
+    from .ensemble import final_weights
+
+    families = (("MAYA", "Maya"), ("TabSwift", "TabSwift"), ("TabM", "TabM"), ("RealMLP", "RealMLP"))
+    parts: Dict[str, float] = {}
+    for model, w in final_weights(row).items():
+        name = next((n for n, prefix in families if model.startswith(prefix)), "trees")
+        level2 = not model.endswith("_L1") and "_L1_" not in model
+        key = f"{name} L2" if level2 else name
+        parts[key] = parts.get(key, 0.0) + w
+    order = [n for n, _ in families] + [f"{n} L2" for n, _ in families] + ["trees L2"]
+    return ", ".join(f"{k} {parts[k]:.2f}" for k in order if parts.get(k, 0) > 0) or "trees only"
+
+
 @table("ensemble-all-fits")
 def ensemble_all_fits(folder: str = ALL_FOLDER) -> str:
     """Per (table, seed): each configuration's test score, its wall seconds (marked where over the limit), and the
-    share of the final model's weight on each family of neural models."""
-    from .ensemble import final_weights
-
-    def weights(r: dict) -> str:
-        w = final_weights(r)
-        parts = [(name, sum(v for k, v in w.items() if k.startswith(prefix)))
-                 for name, prefix in (("MAYA", "Maya"), ("TabSwift", "TabSwift"), ("TabM", "TabM"),
-                                      ("RealMLP", "RealMLP"))]
-        return ", ".join(f"{name} {v:.2f}" for name, v in parts if v > 0) or "trees only"
-
+    final model's weights (``final_weight_text``)."""
     body = []
     for (d, seed), f in all_fits(folder).items():
         higher = next(iter(f.values()))["task"] != "regression"
@@ -505,7 +514,7 @@ def ensemble_all_fits(folder: str = ALL_FOLDER) -> str:
             r = f.get(c)
             row.append("—" if r is None else f"{fmt(float(r['test_score']))} ({float(r['fit_s']):.0f} s"
                        f"{', over' if r.get('over_time') else ''})")
-        row += ["—" if f.get(c) is None else weights(f[c]) for c in ("ours", "ag_dl", "all")]
+        row += ["—" if f.get(c) is None else final_weight_text(f[c]) for c in ("ours", "ag_dl", "all")]
         body.append(row)
     return markdown(["table, seed (↓: RMSE)"] + [f"{c}: test (wall s)" for c in ALL_CONFIGS]
                     + ["final weight: ours", "ag_dl", "all"], body)

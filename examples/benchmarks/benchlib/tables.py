@@ -489,15 +489,14 @@ def final_weight_text(row: dict) -> str:
     (``RealMLP L2 0.94``, ``trees L2 0.60``), which take every level-1 model's predictions as features, so a
     final model on level-2 trees alone still uses the neural models; "trees only" when every weight is on a
     level-1 tree."""
-    from .ensemble import final_weights, stack_level
+    from .ensemble import NEURAL_FAMILIES, family, final_weights, stack_level
 
-    families = (("MAYA", "Maya"), ("TabSwift", "TabSwift"), ("TabM", "TabM"), ("RealMLP", "RealMLP"))
     parts: Dict[str, float] = {}
     for model, w in final_weights(row).items():
-        name = next((n for n, prefix in families if model.startswith(prefix)), "trees")
+        name = family(model) if family(model) in NEURAL_FAMILIES else "trees"
         key = f"{name} L2" if (stack_level(model) or 1) > 1 else name  # a refit (``_L1_FULL``) counts as level 1
         parts[key] = parts.get(key, 0.0) + w
-    order = [n for n, _ in families] + [f"{n} L2" for n, _ in families] + ["trees L2"]
+    order = [*NEURAL_FAMILIES, *(f"{n} L2" for n in NEURAL_FAMILIES), "trees L2"]
     return ", ".join(f"{k} {parts[k]:.2f}" for k in order if parts.get(k, 0) > 0) or "trees only"
 
 

@@ -570,3 +570,15 @@ def test_neural_models_section_sets_each_neural_model_beside_the_best_tree_of_it
            "final model: 0 of 1" in text
     assert "- `ag_dl`: 1 level-2 neural stackers fitted, 5-5 % of their fit's wall time each; weighted in the " \
            "final model: 1 of 1" in text
+
+
+def test_the_documented_recipe_builds_the_all_configuration(bench):
+    """docs/ensemble_benchmark.md gives users the ``hyperparameters`` of ``all`` as a recipe: it must build
+    exactly what the benchmark measured."""
+    import re
+
+    doc = (SCRIPT.parents[2] / "docs" / "ensemble_benchmark.md").read_text()
+    code = re.search(r"<!-- recipe:all -->\n```python\n(.*?)```", doc, re.S).group(1)
+    scope: dict = {}
+    exec(code, scope)
+    assert scope["hp"] == bench.config_hyperparameters("all", "light", smoke=False)

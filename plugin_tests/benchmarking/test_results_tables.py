@@ -242,3 +242,18 @@ def test_final_weights_name_the_level_two_models_instead_of_calling_them_trees_o
     mixed = {"LightGBM_BAG_L1": 0.2, "Maya_BAG_L1": 0.2, "Maya_BAG_L2": 0.2, "CatBoost_BAG_L2": 0.4}
     assert tables.final_weight_text(row(mixed)) == "MAYA 0.20, MAYA L2 0.20, trees L2 0.40"
     assert tables.final_weight_text(row({"LightGBM_BAG_L1": 0.5, "CatBoost_BAG_L1_FULL": 0.5})) == "trees only"
+
+
+def test_all_configurations_per_table_averages_only_seeds_with_all_four(tmp_path, monkeypatch):
+    """Seed 0 of a has all four fits, seed 1 lacks ``all``: a's row is seed 0 alone (errors .10 trees, .08 ours,
+    .05 ag_dl, .04 all: ours +20 % over trees, -60 % against ag_dl; all +20 % over ag_dl); b has no full seed."""
+    scores = {("a", 0): {"gbdt": 0.90, "ours": 0.92, "ag_dl": 0.95, "all": 0.96},
+              ("a", 1): {"gbdt": 0.50, "ours": 0.50, "ag_dl": 0.50},
+              ("b", 0): {"gbdt": 0.70, "ours": 0.70, "ag_dl": 0.70}}
+    _ensemble_folder(tmp_path, monkeypatch, scores)
+    try:
+        per_table = tables.ensemble_all_per_table("two")
+    finally:
+        tables.rows.cache_clear()
+    assert "| a, accuracy | 0 | 0.9000 | 0.9200 | 0.9500 | **0.9600** | +20.00 % | -60.00 % | +20.00 % |" in per_table
+    assert "| b," not in per_table

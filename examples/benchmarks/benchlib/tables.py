@@ -428,6 +428,11 @@ ALL_TARGETS = (("+ MAYA + TabSwift vs trees alone", "ours", "gbdt", 18, 0.03, 0.
                ("+ TabM + RealMLP vs trees alone", "ag_dl", "gbdt", None, None, None, None))
 
 
+#: the relative error reductions the per-table table gives: (column, config, baseline)
+COMPARED = (("MAYA + TabSwift vs trees", "ours", "gbdt"), ("MAYA + TabSwift vs TabM + RealMLP", "ours", "ag_dl"),
+            ("every family vs TabM + RealMLP", "all", "ag_dl"))
+
+
 def all_fits(folder: str = ALL_FOLDER) -> Dict[tuple, Dict[str, dict]]:
     """(dataset, seed) -> {config: latest ok row} of every pair measured so far, in dataset order."""
     out: Dict[tuple, Dict[str, dict]] = {}
@@ -498,6 +503,22 @@ def final_weight_text(row: dict) -> str:
         parts[key] = parts.get(key, 0.0) + w
     order = [*NEURAL_FAMILIES, *(f"{n} L2" for n in NEURAL_FAMILIES), "trees L2"]
     return ", ".join(f"{k} {parts[k]:.2f}" for k in order if parts.get(k, 0) > 0) or "trees only"
+
+
+@table("ensemble-all-per-table")
+def ensemble_all_per_table(folder: str = ALL_FOLDER) -> str:
+    """Per table: the mean test score over the split seeds that have all four configurations, and the mean over
+    those seeds of the relative error reduction of each compared pair (``COMPARED``)."""
+    body = []
+    for d, fs in _by_table({k: f for k, f in all_fits(folder).items() if all(c in f for c in ALL_CONFIGS)}).items():
+        higher = fs[0]["gbdt"]["task"] != "regression"
+        vals = {c: sum(float(f[c]["test_score"]) for f in fs) / len(fs) for c in ALL_CONFIGS}
+        best = (max if higher else min)(vals.values())
+        body.append([f"{d}, {'accuracy' if higher else 'RMSE ↓'}", ", ".join(str(f["gbdt"]["seed"]) for f in fs)]
+                    + [f"**{fmt(v)}**" if v == best else fmt(v) for v in vals.values()]
+                    + [_percent(sum(_rer(f[a], f[b]) for f in fs) / len(fs)) for _, a, b in COMPARED])
+    return markdown(["dataset, test score (mean over seeds)", "seeds"] + list(ALL_CONFIGS.values())
+                    + [label for label, _, _ in COMPARED], body)
 
 
 @table("ensemble-all-fits")

@@ -370,16 +370,23 @@ def _by_table(fits: Dict[tuple, Dict[str, dict]]) -> Dict[str, list]:
 def ensemble_two_seeds(folder: str = TWO_SEEDS) -> str:
     """Per table: the mean test score over the split seeds with all three fits, and the mean over those seeds
     of the relative error reduction over the trees alone."""
+    return _per_table_means(two_seed_fits(folder), ENSEMBLE_CONFIGS, (("MAYA + TabSwift vs trees", "ours", "gbdt"),
+                                                                     ("TabM + RealMLP vs trees", "ag_dl", "gbdt")))
+
+
+def _per_table_means(fits: Dict[tuple, Dict[str, dict]], configs: Dict[str, str], compared: tuple) -> str:
+    """Per table of ``fits`` (every pair holding all ``configs``): the mean test score of each configuration over
+    the seeds, the best in bold, then the mean over the seeds of each (column, config, baseline) of ``compared``."""
     body = []
-    for d, fs in _by_table(two_seed_fits(folder)).items():
+    for d, fs in _by_table(fits).items():
         higher = fs[0]["gbdt"]["task"] != "regression"
-        vals = {c: sum(float(f[c]["test_score"]) for f in fs) / len(fs) for c in ENSEMBLE_CONFIGS}
+        vals = {c: sum(float(f[c]["test_score"]) for f in fs) / len(fs) for c in configs}
         best = (max if higher else min)(vals.values())
         body.append([f"{d}, {'accuracy' if higher else 'RMSE ↓'}", ", ".join(str(f["gbdt"]["seed"]) for f in fs)]
                     + [f"**{fmt(v)}**" if v == best else fmt(v) for v in vals.values()]
-                    + [_percent(sum(_rer(f[c], f["gbdt"]) for f in fs) / len(fs)) for c in ("ours", "ag_dl")])
-    return markdown(["dataset, test score (mean over seeds)", "seeds"] + list(ENSEMBLE_CONFIGS.values())
-                    + ["MAYA + TabSwift vs trees", "TabM + RealMLP vs trees"], body)
+                    + [_percent(sum(_rer(f[a], f[b]) for f in fs) / len(fs)) for _, a, b in compared])
+    return markdown(["dataset, test score (mean over seeds)", "seeds"] + list(configs.values())
+                    + [label for label, _, _ in compared], body)
 
 
 @table("ensemble-two-seeds-targets")
@@ -509,16 +516,8 @@ def final_weight_text(row: dict) -> str:
 def ensemble_all_per_table(folder: str = ALL_FOLDER) -> str:
     """Per table: the mean test score over the split seeds that have all four configurations, and the mean over
     those seeds of the relative error reduction of each compared pair (``COMPARED``)."""
-    body = []
-    for d, fs in _by_table({k: f for k, f in all_fits(folder).items() if all(c in f for c in ALL_CONFIGS)}).items():
-        higher = fs[0]["gbdt"]["task"] != "regression"
-        vals = {c: sum(float(f[c]["test_score"]) for f in fs) / len(fs) for c in ALL_CONFIGS}
-        best = (max if higher else min)(vals.values())
-        body.append([f"{d}, {'accuracy' if higher else 'RMSE ↓'}", ", ".join(str(f["gbdt"]["seed"]) for f in fs)]
-                    + [f"**{fmt(v)}**" if v == best else fmt(v) for v in vals.values()]
-                    + [_percent(sum(_rer(f[a], f[b]) for f in fs) / len(fs)) for _, a, b in COMPARED])
-    return markdown(["dataset, test score (mean over seeds)", "seeds"] + list(ALL_CONFIGS.values())
-                    + [label for label, _, _ in COMPARED], body)
+    full = {k: f for k, f in all_fits(folder).items() if all(c in f for c in ALL_CONFIGS)}
+    return _per_table_means(full, ALL_CONFIGS, COMPARED)
 
 
 @table("ensemble-all-fits")

@@ -74,8 +74,6 @@ import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before anything imports huggingface_hub: nothing here downloads
-
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 if str(HERE) not in sys.path:
@@ -331,6 +329,8 @@ def parse_args(argv=None):
 
 
 def main(argv=None) -> None:
+    # before anything imports huggingface_hub (which reads it once): nothing here downloads
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     run(parse_args(argv))
 
 

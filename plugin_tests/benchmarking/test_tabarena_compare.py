@@ -1,0 +1,104 @@
+"""``examples/benchmarks/tabarena_compare.py`` on a ``results.csv`` made up here: which tables enter the
+leaderboard, who is best where, and what the report says without the raw predictions."""
+
+import json
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("bencheval")
+
+import tabarena_compare as tc  # noqa: E402
+
+TABLES = {"t_binary": ("binary", "roc_auc"), "t_multi": ("multiclass", "log_loss"), "t_reg": ("regression", "rmse")}
+
+
+def _results(errors: dict[str, dict[str, float | None]]) -> pd.DataFrame:
+    """``results.csv`` rows as ``tabarena_run.py`` writes them; ``None`` is a missing fit."""
+    rows = []
+    for table, by_method in errors.items():
+        problem_type, metric = TABLES[table]
+        for method, err in by_method.items():
+            rows.append({"table": table, "method": method, "config": f"{method}_c1_default_BAG_L1",
+                         "dataset": f"{table}-0", "task": problem_type, "problem_type": problem_type,
+                         "metric": metric, "train_rows": 100, "test_rows": 25,
+                         "status": "missing" if err is None else "ok", "test_error": err,
+                         "val_error": None if err is None else err * 1.1,
+                         "fit_s": None if err is None else 10.0, "predict_s": None if err is None else 0.1})
+    return pd.DataFrame(rows)
+
+
+def _errors(best: str, base: float, missing: str | None = None) -> dict[str, float | None]:
+    """The seven methods' errors on one table: ``best`` lowest, the others distinct and above it."""
+    errs = {m: base * (1.2 + 0.1 * i) for i, m in enumerate(tc.METHODS)}
+    errs[best] = base
+    if missing is not None:
+        errs[missing] = None
+    return errs
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    results = _results({"t_binary": _errors("MAYA", 0.05), "t_multi": _errors("MAYA", 0.3),
+                        "t_reg": _errors("CatBoost", 2.0, missing="TabSwift")})
+    results.to_csv(tmp_path / "results.csv", index=False)
+    (tmp_path / "settings.json").write_text(json.dumps({"settings": {"seed": 0, "time_limit": 300.0},
+                                                        "code": {"commit": "abc1234"}}))
+    return tmp_path
+
+
+def test_a_table_with_a_missing_fit_is_left_out_and_named(run_dir, capsys):
+    tc.main(["--out", str(run_dir), "--elo-rounds", "5"])
+    report = (run_dir / "results.md").read_text()
+    assert "Left out of the leaderboard (a method has no result there): t_reg." in report
+    board = pd.read_csv(run_dir / "leaderboard.csv", index_col=0)
+    assert set(board.index) == set(tc.METHODS)
+    # MAYA is best on both tables that enter; CatBoost's win on t_reg does not count
+    assert board.loc["MAYA", "rank=1_count"] == 2
+    assert board.loc["CatBoost", "rank=1_count"] == 0
+    assert board.loc["MAYA", "winrate"] == 1.0
+    summary = json.loads((run_dir / "compare.json").read_text())
+    assert summary["tables"] == ["t_binary", "t_multi"] and summary["excluded"] == ["t_reg"]
+
+
+def test_without_the_raw_predictions_the_ensembles_are_said_to_be_missing(run_dir, capsys):
+    tc.main(["--out", str(run_dir), "--elo-rounds", "5"])
+    report = (run_dir / "results.md").read_text()
+    assert "Not simulated: no EvaluationRepository" in report
+    assert not (run_dir / "ensembles.csv").exists()
+    assert json.loads((run_dir / "compare.json").read_text())["ensembles"] is None
+
+
+def test_the_best_method_is_bold_in_the_per_table_errors(run_dir, capsys):
+    tc.main(["--out", str(run_dir), "--elo-rounds", "5"])
+    report = (run_dir / "results.md").read_text()
+    row = next(line for line in report.splitlines() if line.startswith("| t_binary"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    header = next(line for line in report.splitlines() if line.startswith("| table"))
+    names = [c.strip() for c in header.strip("|").split("|")]
+    bold = [names[i] for i, c in enumerate(cells) if c.startswith("**")]
+    assert bold == ["MAYA"], row
+
+
+def test_fillna_keeps_the_table_and_flags_the_imputed_pair(run_dir, capsys):
+    tc.main(["--out", str(run_dir), "--elo-rounds", "5", "--fillna", "CatBoost"])
+    summary = json.loads((run_dir / "compare.json").read_text())
+    assert summary["tables"] == ["t_binary", "t_multi", "t_reg"]
+    assert summary["imputed"] == ["t_reg/TabSwift"]
+    assert "Imputed with CatBoost's result" in (run_dir / "results.md").read_text()
+
+
+def test_the_ensembles_that_measure_what_one_model_adds_leave_out_exactly_that_model():
+    ens = tc.ENSEMBLES
+    assert set(ens["all seven"]) == set(tc.METHODS) and len(tc.METHODS) == 7
+    for name, dropped in (("all without MAYA", "MAYA"), ("all without TabSwift", "TabSwift")):
+        assert set(ens["all seven"]) - set(ens[name]) == {dropped}
+    assert set(ens["trees + MAYA + TabSwift"]) - set(ens["trees"]) == {"MAYA", "TabSwift"}
+    assert set(ens["trees + TabM + RealMLP"]) - set(ens["trees"]) == {"TabM", "RealMLP"}
+
+
+def test_no_complete_table_is_an_error_naming_the_way_out(tmp_path):
+    _results({"t_reg": _errors("CatBoost", 2.0, missing="MAYA"),
+              "t_binary": _errors("CatBoost", 0.05, missing="TabSwift")}).to_csv(tmp_path / "results.csv", index=False)
+    with pytest.raises(SystemExit, match="no table has a result of every method"):
+        tc.main(["--out", str(tmp_path), "--elo-rounds", "5"])

@@ -257,3 +257,14 @@ def test_all_configurations_per_table_averages_only_seeds_with_all_four(tmp_path
         tables.rows.cache_clear()
     assert "| a, accuracy | 0 | 0.9000 | 0.9200 | 0.9500 | **0.9600** | +20.00 % | -60.00 % | +20.00 % |" in per_table
     assert "| b," not in per_table
+
+
+def test_a_report_table_is_the_one_under_its_heading_in_order(tmp_path):
+    """``report_table`` picks the n-th table of a section, not one of another section, and names a missing one."""
+    report = tmp_path / "results.md"
+    report.write_text("# Title\n\n| a |\n|---|\n| 0 |\n\n## Leaderboard\n\ntext\n\n| b |\n|---|\n| 1 |\n\n"
+                      "## Ensembles\n\n| c |\n|---|\n| 2 |\n\nmore text\n\n| d |\n|---|\n| 3 |\n")
+    assert tables.report_table(report, "Leaderboard") == "| b |\n|---|\n| 1 |\n"
+    assert tables.report_table(report, "Ensembles", 1) == "| d |\n|---|\n| 3 |\n"
+    with pytest.raises(KeyError, match="no table 2 under '## Ensembles'"):
+        tables.report_table(report, "Ensembles", 2)

@@ -631,6 +631,33 @@ def tabswift_vs_ta(sub: str = "") -> str:
 table("tabswift-vs-ta-released")(lambda: tabswift_vs_ta("released_24x192"))
 
 
+# ---- the 12 tables in TabArena's harness (docs/tabarena.md) -------------------------------------------------
+def report_table(path: Path, heading: str, index: int = 0) -> str:
+    """The ``index``-th Markdown table under ``## heading`` of a report a benchmark script wrote."""
+    blocks: List[List[str]] = []
+    inside = False
+    previous = ""
+    for line in path.read_text().splitlines():
+        if line.startswith("## "):
+            inside = line[3:].strip() == heading
+        elif inside and line.startswith("|"):
+            if not previous.startswith("|"):
+                blocks.append([])
+            blocks[-1].append(line)
+        previous = line
+    if index >= len(blocks):
+        raise KeyError(f"{path}: no table {index} under '## {heading}' ({len(blocks)} there)")
+    return "\n".join(blocks[index]) + "\n"
+
+
+TABARENA = RESULTS / "tabarena_12" / "results.md"
+table("tabarena-leaderboard")(lambda: report_table(TABARENA, "Leaderboard"))
+table("tabarena-per-table")(lambda: report_table(TABARENA, "Test error per table"))
+table("tabarena-ensembles")(lambda: report_table(TABARENA, "Simulated ensembles", 0))
+table("tabarena-ensembles-per-table")(lambda: report_table(TABARENA, "Simulated ensembles", 1))
+table("tabarena-ensemble-weights")(lambda: report_table(TABARENA, "Simulated ensembles", 2))
+
+
 # ---- TabSwift alone at 300 s: zero-shot against fine_tune="auto" (docs/tabswift.md) -------------------------
 SINGLE = "single_300s"
 TABLES12 = ("qsar_biodeg", "seismic_bumps", "phoneme", "spambase", "telco_churn", "bank_churn", "satimage", "letter",

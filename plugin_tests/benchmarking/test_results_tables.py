@@ -266,5 +266,6 @@ def test_a_report_table_is_the_one_under_its_heading_in_order(tmp_path):
                       "## Ensembles\n\n| c |\n|---|\n| 2 |\n\nmore text\n\n| d |\n|---|\n| 3 |\n")
     assert tables.report_table(report, "Leaderboard") == "| b |\n|---|\n| 1 |\n"
     assert tables.report_table(report, "Ensembles", 1) == "| d |\n|---|\n| 3 |\n"
+    assert tables.report_table(report) == "| a |\n|---|\n| 0 |\n"
     with pytest.raises(KeyError, match="no table 2 under '## Ensembles'"):
         tables.report_table(report, "Ensembles", 2)

@@ -624,21 +624,21 @@ def ensemble_first_run_level1() -> str:
 @table("tabswift-vs-ta")
 def tabswift_vs_ta(sub: str = "") -> str:
     """The table ``examples/benchmarks/tabswift_vs_ta.py`` writes from its results.json (``--report-only``)."""
-    text = (RESULTS / "tabswift_vs_ta" / sub / "results.md").read_text()
-    return "\n".join(line for line in text.splitlines() if line.startswith("|")) + "\n"
+    return report_table(RESULTS / "tabswift_vs_ta" / sub / "results.md")
 
 
 table("tabswift-vs-ta-released")(lambda: tabswift_vs_ta("released_24x192"))
 
 
 # ---- the 12 tables in TabArena's harness (docs/tabarena.md) -------------------------------------------------
-def report_table(path: Path, heading: str, index: int = 0) -> str:
-    """The ``index``-th Markdown table under ``## heading`` of a report a benchmark script wrote."""
+def report_table(path: Path, heading: Optional[str] = None, index: int = 0) -> str:
+    """The ``index``-th Markdown table under ``## heading`` of a report a benchmark script wrote (``heading``
+    None: of the whole report)."""
     blocks: List[List[str]] = []
-    inside = False
+    inside = heading is None
     previous = ""
     for line in path.read_text().splitlines():
-        if line.startswith("## "):
+        if heading is not None and line.startswith("## "):
             inside = line[3:].strip() == heading
         elif inside and line.startswith("|"):
             if not previous.startswith("|"):

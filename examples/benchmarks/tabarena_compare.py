@@ -29,7 +29,10 @@ A (table, method) pair without a result (a failed or unfinished fit) leaves the 
 unless ``--fillna METHOD`` fills it with that method's result the way TabArena imputes (``prepare_data`` of
 ``compare.py``; such rows are flagged).  An ensemble on a table where one of its members has no result uses the
 members that have one and is flagged; the ensemble leaderboard takes only tables where every member of every
-set has a result.  Without ``<out>/raw/repo`` (a checkout holds only the committed ``results.csv``) the
+set has a result.  A table whose predictions are not in ``<out>/raw/repo`` (a checkout holds only the committed
+files; a run spread over machines holds some tables' predictions on each) keeps the rows the earlier
+``ensembles.csv`` has for it, when that was computed with the same ``--ensemble-size`` (a table's ensembles
+depend on its own predictions only); the report names the tables simulated and those kept.  With neither, the
 ensembles are left out and the report says so.
 
 Outputs in ``--out``: ``leaderboard.csv`` (the seven methods), ``ensembles.csv`` (per table and member set:
@@ -158,6 +161,24 @@ def simulate_ensembles(repo_dir: Path, results: pd.DataFrame, ensemble_size: int
     return pd.DataFrame(rows)
 
 
+def earlier_ensembles(out: Path, results: pd.DataFrame, simulated: set[str], ensemble_size: int) -> pd.DataFrame:
+    """The rows an earlier call wrote to ``<out>/ensembles.csv`` for tables of ``results`` that are not in
+    ``simulated`` (their predictions are not on this disk), when it used the same ``ensemble_size``.
+
+    A table's ensembles depend on that table's predictions only, so they are kept as computed: a run spread
+    over machines (``tabarena_run.py --datasets``) and a checkout without ``raw/`` report every table."""
+    path, summary_path = out / "ensembles.csv", out / "compare.json"
+    if not path.is_file() or not summary_path.is_file():
+        return pd.DataFrame()
+    size = json.loads(summary_path.read_text()).get("settings", {}).get("ensemble_size")
+    if size != ensemble_size:
+        return pd.DataFrame()
+    old = pd.read_csv(path, float_precision="round_trip")  # the errors as written, to the last digit
+    keep = set(results["table"]) - simulated
+    old = old[old["table"].isin(keep)].reset_index(drop=True)
+    return old.assign(weights=old["weights"].map(json.loads), complete=old["complete"].astype(bool))
+
+
 # ---- the report ------------------------------------------------------------------------------------------
 def _num(v, digits=4) -> str:
     """Significant digits, not benchlib's fixed decimals: TabArena reports errors, and 1 - AUC can be 0.0012."""
@@ -248,6 +269,8 @@ def report(out: Path, settings: dict, results: pd.DataFrame, frame: pd.DataFrame
                   "predictions. Ranked against each other on "
                   f"{len(ens_tables)} table(s) where every member of every set has a result; "
                   "relative error = mean over tables of error / error of the trees alone.", ""]
+        if ens_note:
+            lines += [ens_note, ""]
         if ens_board is not None:
             lines += md_table(["member set", "Elo", "win rate", "avg rank", "MRR", "best on", "top 3",
                                "median fit s", "median predict s", "rel. error vs trees"], board_rows(ens_board))
@@ -328,8 +351,13 @@ def main(argv=None) -> None:
     ens_tables: list[str] = []
     ens_note = ""
     repo_dir = out / "raw" / "repo"
-    if (repo_dir / "context.json").is_file():
-        ens = simulate_ensembles(repo_dir, results, args.ensemble_size)
+    simulated = (simulate_ensembles(repo_dir, results, args.ensemble_size)
+                 if (repo_dir / "context.json").is_file() else pd.DataFrame())
+    kept = earlier_ensembles(out, results, set(simulated["table"]) if len(simulated) else set(), args.ensemble_size)
+    ens_sources = {"simulated": sorted(set(simulated["table"])) if len(simulated) else [],
+                   "kept": sorted(set(kept["table"])) if len(kept) else []}
+    if len(simulated) or len(kept):
+        ens = pd.concat([simulated, kept], ignore_index=True)
         ens.assign(weights=ens["weights"].map(json.dumps)).to_csv(out / "ensembles.csv", index=False)
         full = ens.groupby("table")["complete"].all()
         ens_tables = sorted(t for t, ok in full.items() if ok and len(ens[ens["table"] == t]) == len(ENSEMBLES))
@@ -342,12 +370,16 @@ def main(argv=None) -> None:
         ens_note = (f"Not simulated: no EvaluationRepository at {repo_dir} (the raw artefacts of tabarena_run.py are "
                     "not committed; rerun it, which loads its cached results, to rebuild them).")
 
+    if ens_sources["kept"]:
+        ens_note = (f"Simulated from the predictions on this disk: {', '.join(ens_sources['simulated']) or 'none'}; "
+                    f"kept from the earlier `ensembles.csv` (same ensemble size; predictions not on this disk): "
+                    f"{', '.join(ens_sources['kept'])}.")
     text = report(out, settings, results, frame, board, per_table, tables, excluded, imputed, ens, ens_board,
                   ens_per_table, ens_tables, ens_note, args)
     summary = {"tables": tables, "excluded": excluded, "imputed": imputed,
                "leaderboard": json.loads(board.reset_index().to_json(orient="records")),
                "ensembles": None if ens is None else json.loads(ens.to_json(orient="records")),
-               "ensemble_tables": ens_tables,
+               "ensemble_tables": ens_tables, "ensemble_sources": ens_sources,
                "ensemble_leaderboard": None if ens_board is None else json.loads(
                    ens_board.reset_index().to_json(orient="records")),
                "settings": {"elo_rounds": args.elo_rounds, "elo_anchor": args.elo_anchor, "fillna": args.fillna,

@@ -50,7 +50,10 @@ Outputs in ``--out`` (default ``examples/benchmarks/results/tabarena_12``):
 Resumable: a (config, table) pair with a ``results.pkl`` is loaded, not fitted again; a failed fit is logged,
 left out and tried again on the next run.  The settings that define a result (seed, row cap, time limit, folds,
 cores, ``--smoke``) are stored in ``settings.json``; a rerun with other values into the same ``--out`` stops
-with an error.
+with an error.  A run over some of the tables (``--datasets``) adds to the folder: the rows and table sizes an
+earlier run wrote for the other tables are kept in ``results.csv`` and ``settings.json`` when the package (the
+models' code) is the same commit, and the run stops with an error before fitting when it is not.  So a run
+spread over machines without the raw cache of each other still ends in one ``results.csv``.
 
 ``--smoke``: two shipped tables (``plugin_tests/data``: qsar_biodeg, ames_housing), 200 rows each, 2 bag
 folds, tiny models (MAYA 3 epochs and one member, TabSwift one estimator without fine-tuning, 20 boosting
@@ -200,6 +203,33 @@ def check_settings(out: Path, settings: dict) -> None:
                          "choose another --out")
 
 
+def earlier_tables(out: Path, tables: list[str], package_commit: str) -> tuple[list[dict], list[dict]]:
+    """What an earlier run into ``out`` holds for tables outside ``tables``: its ``results.csv`` rows and its
+    table infos, kept so that a run over some of the tables adds to the results rather than replacing them
+    (the raw predictions of those tables may be gone: a new checkout holds only the committed files).
+
+    Kept only when made by the same package (``package_commit``): results of another version of the models
+    are not mixed in; that stops with an error before anything is fitted."""
+    import pandas as pd
+
+    results_path, settings_path = out / "results.csv", out / "settings.json"
+    if not results_path.is_file() or not settings_path.is_file():
+        return [], []
+    old = json.loads(settings_path.read_text())
+    infos = [i for i in old.get("tables", []) if i["table"] not in tables]
+    if not infos:
+        return [], []
+    earlier = old.get("code", {}).get("package_commit")
+    if earlier != package_commit or package_commit.endswith("-dirty"):
+        raise SystemExit(f"error: {out} holds results of {', '.join(i['table'] for i in infos)} made by package "
+                         f"{earlier}; this run's package is {package_commit}: choose another --out, or rerun "
+                         "those tables too")
+    frame = pd.read_csv(results_path)
+    keep = {i["table"] for i in infos}
+    rows = frame[frame["table"].isin(keep)].to_dict(orient="records")
+    return rows, infos
+
+
 def write_raw_gitignore(raw: Path) -> None:
     raw.mkdir(parents=True, exist_ok=True)
     (raw / ".gitignore").write_text(GITIGNORE)
@@ -240,6 +270,11 @@ def run(args) -> None:
     raw = out / "raw"
     settings = settings_of(args)
     check_settings(out, settings)
+    code = code_version(out=out)
+    kept_rows, kept_infos = earlier_tables(out, settings["tables"], code["package_commit"])
+    if kept_infos:
+        print(f"kept from the earlier run into {out}: {', '.join(i['table'] for i in kept_infos)}", flush=True)
+    settings["tables"] = [i["table"] for i in kept_infos] + settings["tables"]
     write_raw_gitignore(raw)
 
     t0 = time.time()
@@ -261,7 +296,7 @@ def run(args) -> None:
     print("configs:", ", ".join(configs), flush=True)
 
     (out / "settings.json").write_text(json.dumps(
-        {"settings": settings, "configs": configs, "tables": infos, "code": code_version(out=out)}, indent=1) + "\n")
+        {"settings": settings, "configs": configs, "tables": kept_infos + infos, "code": code}, indent=1) + "\n")
 
     runner = ExperimentBatchRunner(expname=str(raw / "runs"), task_metadata=collection, user_tasks=user_tasks,
                                    debug_mode=False, raise_on_failure=False, cache_mode="default")
@@ -274,8 +309,7 @@ def run(args) -> None:
         repo = generate_repo_from_results_lst(results_lst=[BaselineResult.from_dict(r) for r in results],
                                               task_metadata=collection)
         repo.to_dir(raw / "repo")
-    rows = compact_rows(repo, infos, configs)
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(kept_rows + compact_rows(repo, infos, configs))
     frame.to_csv(out / "results.csv", index=False)
     missing = frame[frame["status"] != "ok"]
     with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):

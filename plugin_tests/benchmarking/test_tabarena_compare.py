@@ -102,3 +102,41 @@ def test_no_complete_table_is_an_error_naming_the_way_out(tmp_path):
               "t_binary": _errors("CatBoost", 0.05, missing="TabSwift")}).to_csv(tmp_path / "results.csv", index=False)
     with pytest.raises(SystemExit, match="no table has a result of every method"):
         tc.main(["--out", str(tmp_path), "--elo-rounds", "5"])
+
+
+def _earlier_ensembles(out, tables, ensemble_size=40):
+    """An ``ensembles.csv`` and ``compare.json`` as an earlier call wrote them: on each table the trees are
+    worst, the full set best."""
+    rows = []
+    for table in tables:
+        problem_type, metric = TABLES[table]
+        for i, (name, members) in enumerate(tc.ENSEMBLES.items()):
+            rows.append({"table": table, "ensemble": name, "members": " + ".join(members), "complete": True,
+                         "metric": metric, "problem_type": problem_type, "test_error": 0.5 - 0.05 * i,
+                         "val_error": 0.5 - 0.05 * i, "fit_s": 10.0, "predict_s": 0.1,
+                         "weights": json.dumps({m: round(1 / len(members), 4) for m in members})})
+    pd.DataFrame(rows).to_csv(out / "ensembles.csv", index=False)
+    (out / "compare.json").write_text(json.dumps({"settings": {"ensemble_size": ensemble_size}}))
+
+
+def test_ensembles_of_tables_without_predictions_on_disk_are_kept_and_named(run_dir, capsys):
+    _earlier_ensembles(run_dir, ["t_binary", "t_multi"])
+    tc.main(["--out", str(run_dir), "--elo-rounds", "5"])
+    summary = json.loads((run_dir / "compare.json").read_text())
+    assert summary["ensemble_sources"] == {"simulated": [], "kept": ["t_binary", "t_multi"]}
+    assert summary["ensemble_tables"] == ["t_binary", "t_multi"]
+    board = pd.read_csv(run_dir / "ensemble_leaderboard.csv", index_col=0)
+    assert board.loc["trees", "relative_error"] == pytest.approx(1.0)
+    assert board.loc["all without TabSwift", "rank=1_count"] == 2  # the lowest error of the made-up rows
+    report = (run_dir / "results.md").read_text()
+    assert "kept from the earlier `ensembles.csv`" in report and "t_binary, t_multi" in report
+    # written back whole: a second call keeps the same rows
+    again = pd.read_csv(run_dir / "ensembles.csv")
+    assert len(again) == 2 * len(tc.ENSEMBLES) and set(again["table"]) == {"t_binary", "t_multi"}
+
+
+def test_earlier_ensembles_of_another_ensemble_size_are_not_kept(run_dir, capsys):
+    _earlier_ensembles(run_dir, ["t_binary", "t_multi"], ensemble_size=25)
+    tc.main(["--out", str(run_dir), "--elo-rounds", "5"])
+    assert json.loads((run_dir / "compare.json").read_text())["ensembles"] is None
+    assert "Not simulated: no EvaluationRepository" in (run_dir / "results.md").read_text()

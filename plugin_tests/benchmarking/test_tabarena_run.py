@@ -1,0 +1,40 @@
+"""``examples/benchmarks/tabarena_run.py``: a run over some of the tables adds to an earlier run's results in
+the same folder, and only when the same package made them."""
+
+import json
+
+import pandas as pd
+import pytest
+import tabarena_run as tr
+
+
+def _earlier_run(out, tables, package_commit):
+    """``results.csv`` and ``settings.json`` as a run over ``tables`` wrote them."""
+    rows = [{"table": t, "method": m, "config": f"{m}_c1_default_BAG_L1", "dataset": f"{t}-0", "status": "ok",
+             "test_error": 0.1 + i, "val_error": 0.1 + i} for i, t in enumerate(tables) for m in ("CatBoost", "MAYA")]
+    pd.DataFrame(rows).to_csv(out / "results.csv", index=False)
+    infos = [{"table": t, "dataset": f"{t}-0", "task": "binary", "train_rows": 80, "test_rows": 20} for t in tables]
+    (out / "settings.json").write_text(json.dumps({"settings": {"tables": tables}, "tables": infos,
+                                                   "code": {"package_commit": package_commit}}))
+
+
+def test_a_run_over_other_tables_keeps_the_earlier_tables_rows_and_sizes(tmp_path):
+    _earlier_run(tmp_path, ["a", "b"], "abc1234")
+    rows, infos = tr.earlier_tables(tmp_path, ["b", "c"], "abc1234")
+    assert [i["table"] for i in infos] == ["a"]  # b is refitted by this run: its old rows go
+    assert {r["table"] for r in rows} == {"a"} and {r["method"] for r in rows} == {"CatBoost", "MAYA"}
+    assert [r["test_error"] for r in rows] == [0.1, 0.1]
+
+
+def test_nothing_is_kept_when_the_run_covers_every_earlier_table_or_there_is_none(tmp_path):
+    assert tr.earlier_tables(tmp_path, ["a"], "abc1234") == ([], [])
+    _earlier_run(tmp_path, ["a", "b"], "abc1234")
+    # another package is fine when nothing of it is kept
+    assert tr.earlier_tables(tmp_path, ["a", "b"], "fff0000") == ([], [])
+
+
+@pytest.mark.parametrize("package_commit", ["fff0000", "abc1234-dirty"])
+def test_results_of_another_package_are_not_mixed_in(tmp_path, package_commit):
+    _earlier_run(tmp_path, ["a", "b"], "abc1234" if package_commit == "fff0000" else package_commit)
+    with pytest.raises(SystemExit, match="holds results of a made by package"):
+        tr.earlier_tables(tmp_path, ["b"], package_commit)

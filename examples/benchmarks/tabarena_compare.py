@@ -69,6 +69,14 @@ ENSEMBLES = {
     "all without MAYA": tuple(m for m in METHODS if m != "MAYA"),
     "all without TabSwift": tuple(m for m in METHODS if m != "TabSwift"),
 }
+#: what adding models to a member set changes: name -> (the set without them, the set with them)
+ADDITIONS = {
+    "MAYA + TabSwift to the trees": ("trees", "trees + MAYA + TabSwift"),
+    "TabM + RealMLP to the trees": ("trees", "trees + TabM + RealMLP"),
+    "MAYA + TabSwift to trees + TabM + RealMLP": ("trees + TabM + RealMLP", "all seven"),
+    "MAYA to the other six": ("all without MAYA", "all seven"),
+    "TabSwift to the other six": ("all without TabSwift", "all seven"),
+}
 ERROR_NAMES = {"roc_auc": "1 − ROC-AUC", "log_loss": "log loss", "rmse": "RMSE",
                "root_mean_squared_error": "RMSE"}
 
@@ -177,6 +185,25 @@ def earlier_ensembles(out: Path, results: pd.DataFrame, simulated: set[str], ens
     keep = set(results["table"]) - simulated
     old = old[old["table"].isin(keep)].reset_index(drop=True)
     return old.assign(weights=old["weights"].map(json.loads), complete=old["complete"].astype(bool))
+
+
+def additions(ens: pd.DataFrame, tables: list[str]) -> pd.DataFrame:
+    """For each of :data:`ADDITIONS` on ``tables``: the relative error (error / error of the trees alone, mean
+    over the tables) without and with the added models, and on how many tables the test error is lower, higher
+    or the same (equal to 1e-9 relative: the selection often picks the same weights)."""
+    err = ens[ens["table"].isin(tables)].pivot_table(index="table", columns="ensemble", values="test_error")
+    rel = err.div(err["trees"], axis=0)
+    rows = []
+    for name, (before, after) in ADDITIONS.items():
+        if before not in err.columns or after not in err.columns:
+            continue
+        same = pd.Series([math.isclose(a, b, rel_tol=1e-9) for a, b in zip(err[after], err[before])],
+                         index=err.index)
+        rows.append({"addition": name, "from": before, "to": after, "tables": len(err),
+                     "rel_error_before": float(rel[before].mean()), "rel_error_after": float(rel[after].mean()),
+                     "better": int(((err[after] < err[before]) & ~same).sum()),
+                     "worse": int(((err[after] > err[before]) & ~same).sum()), "same": int(same.sum())})
+    return pd.DataFrame(rows)
 
 
 # ---- the report ------------------------------------------------------------------------------------------
@@ -291,6 +318,16 @@ def report(out: Path, settings: dict, results: pd.DataFrame, frame: pd.DataFrame
                   "did not pick it; — : not in the set):", ""]
         lines += md_table(["member set"] + cols, [[e] + [_weight(mean_w.loc[e, m]) for m in cols]
                                                   for e in mean_w.index])
+        if ens_board is not None:
+            added = additions(ens, ens_tables)
+            lines += ["", "## What each addition changes", "",
+                      "Relative error vs the trees alone (mean over the tables above) without and with the added "
+                      "models; tables where the ensemble's test error is lower, higher or the same with them.", ""]
+            lines += md_table(["addition", "rel. error without", "rel. error with", "change", "better", "worse",
+                               "same"],
+                              [[r.addition, f"{r.rel_error_before:.3f}", f"{r.rel_error_after:.3f}",
+                                f"{r.rel_error_after - r.rel_error_before:+.3f}", str(r.better), str(r.worse),
+                                str(r.same)] for r in added.itertuples()], "lrrrrrr")
     lines += ["", "Files: `results.csv` (per table and method, from `tabarena_run.py`), `leaderboard.csv`, "
               "`ensembles.csv`, `ensemble_leaderboard.csv`, `compare.json`, `winrate_matrix.png`.", ""]
     text = "\n".join(lines)
@@ -380,6 +417,8 @@ def main(argv=None) -> None:
                "leaderboard": json.loads(board.reset_index().to_json(orient="records")),
                "ensembles": None if ens is None else json.loads(ens.to_json(orient="records")),
                "ensemble_tables": ens_tables, "ensemble_sources": ens_sources,
+               "additions": None if ens_board is None else json.loads(
+                   additions(ens, ens_tables).to_json(orient="records")),
                "ensemble_leaderboard": None if ens_board is None else json.loads(
                    ens_board.reset_index().to_json(orient="records")),
                "settings": {"elo_rounds": args.elo_rounds, "elo_anchor": args.elo_anchor, "fillna": args.fillna,

@@ -140,3 +140,23 @@ def test_earlier_ensembles_of_another_ensemble_size_are_not_kept(run_dir, capsys
     tc.main(["--out", str(run_dir), "--elo-rounds", "5"])
     assert json.loads((run_dir / "compare.json").read_text())["ensembles"] is None
     assert "Not simulated: no EvaluationRepository" in (run_dir / "results.md").read_text()
+
+
+def test_what_each_addition_changes_counts_tables_and_averages_the_relative_error():
+    # errors per member set on two tables; "all seven" ties "all without TabSwift" on t_multi (to float noise)
+    errors = {"t_binary": {"trees": 0.2, "trees + MAYA + TabSwift": 0.1, "trees + TabM + RealMLP": 0.3,
+                           "all seven": 0.1, "all without MAYA": 0.3, "all without TabSwift": 0.2},
+              "t_multi": {"trees": 1.0, "trees + MAYA + TabSwift": 1.5, "trees + TabM + RealMLP": 0.5,
+                          "all seven": 0.5, "all without MAYA": 0.4, "all without TabSwift": 0.5 + 1e-13}}
+    ens = pd.DataFrame([{"table": t, "ensemble": e, "test_error": v} for t, by in errors.items()
+                        for e, v in by.items()])
+    added = tc.additions(ens, ["t_binary", "t_multi"]).set_index("addition")
+    row = added.loc["MAYA + TabSwift to the trees"]
+    assert row["rel_error_before"] == pytest.approx(1.0)
+    assert row["rel_error_after"] == pytest.approx((0.5 + 1.5) / 2)
+    assert (row["better"], row["worse"], row["same"]) == (1, 1, 0)
+    row = added.loc["TabSwift to the other six"]
+    assert row["rel_error_before"] == pytest.approx((1.0 + 0.5) / 2)
+    assert (row["better"], row["worse"], row["same"]) == (1, 0, 1)
+    row = added.loc["MAYA to the other six"]
+    assert (row["better"], row["worse"], row["same"]) == (1, 1, 0)

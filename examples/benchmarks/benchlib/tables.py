@@ -656,6 +656,7 @@ table("tabarena-per-table")(lambda: report_table(TABARENA, "Test error per table
 table("tabarena-ensembles")(lambda: report_table(TABARENA, "Simulated ensembles", 0))
 table("tabarena-ensembles-per-table")(lambda: report_table(TABARENA, "Simulated ensembles", 1))
 table("tabarena-ensemble-weights")(lambda: report_table(TABARENA, "Simulated ensembles", 2))
+table("tabarena-additions")(lambda: report_table(TABARENA, "What each addition changes"))
 
 
 # ---- TabSwift alone at 300 s: zero-shot against fine_tune="auto" (docs/tabswift.md) -------------------------

@@ -224,7 +224,7 @@ def earlier_tables(out: Path, tables: list[str], package_commit: str) -> tuple[l
         raise SystemExit(f"error: {out} holds results of {', '.join(i['table'] for i in infos)} made by package "
                          f"{earlier}; this run's package is {package_commit}: choose another --out, or rerun "
                          "those tables too")
-    frame = pd.read_csv(results_path)
+    frame = pd.read_csv(results_path, float_precision="round_trip")  # the errors as written, to the last digit
     keep = {i["table"] for i in infos}
     rows = frame[frame["table"].isin(keep)].to_dict(orient="records")
     return rows, infos

@@ -81,8 +81,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # examples/stack_with_gbdts.py (portfolio helper)
 
-from benchlib.provenance import RESULTS_DIR, package_commit, package_repo  # noqa: E402
-from benchlib.provenance import code_version as provenance_code_version  # noqa: E402
+from benchlib.provenance import RESULTS_DIR, code_version, package_commit, package_repo  # noqa: E402
 
 #: 6 binary, 3 multiclass, 3 regression tables (letter, otto and house_16H are subsampled)
 DATASETS = ("qsar_biodeg,seismic_bumps,phoneme,spambase,telco_churn,bank_churn,"
@@ -150,12 +149,6 @@ def ensembling(args_or_spec) -> str:
 
 
 # ---- the code version ------------------------------------------------------------------------------------
-def code_version(out: Path) -> dict:
-    """``commit``, ``code_commit`` and ``package_commit`` (``benchlib.provenance``) of the
-    checkout that holds the ``autogluon_maya`` this run imports, ``out`` counted as results, not code."""
-    return provenance_code_version(package_repo(), out=out)
-
-
 # ---- one fit (runs in a child process) -----------------------------------------------------------------
 _FAILURE_KINDS = {"TimeLimitExceeded": "time", "InsufficientTime": "time", "NotEnoughMemoryError": "memory",
                   "NotEnoughCudaMemoryError": "memory", "MemoryError": "memory", "OutOfMemoryError": "memory"}
@@ -436,7 +429,7 @@ def run(args, out: Path) -> None:
     settings = settings_of(args)
     ok = [r for r in read_rows(out) if r["status"] == "ok"]
     if args.refit_stale:  # done = run by the package version of this checkout
-        current = code_version(out).get("package_commit")
+        current = code_version(out=out).get("package_commit")
         ok = [r for r in ok if version_of(r, package_repo()) == current]
     done = {_key(r) for r in ok}
     for dataset in args.datasets.split(","):
@@ -450,7 +443,7 @@ def run(args, out: Path) -> None:
                 continue
             print(f"[{time.strftime('%H:%M:%S')}] {dataset} / {config}: fitting ({args.time_limit:.0f} s budget)",
                   file=sys.stderr, flush=True)
-            version = code_version(out)
+            version = code_version(out=out)
             spec = {**row, "data_dir": str(args.data_dir)}
             (out / "logs").mkdir(exist_ok=True)
             result = run_child(spec, out / "logs" / log_name(row))

@@ -8,8 +8,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -511,38 +509,6 @@ def test_version_of_rows_without_a_package_commit(bench, tmp_path):
         pytest.skip("not a git checkout")
     head = git(repo, "rev-parse", "--short", "HEAD")
     assert bench.version_of({"commit": head + "-dirty"}, repo) == package_commit(repo) + "-dirty"
-
-
-def test_a_run_counts_its_own_out_folder_as_results_not_code(bench, tmp_path, monkeypatch):
-    """The script's code_version: rows written into ``--out`` inside the checkout leave the commit clean."""
-    repo = _git_repo(tmp_path)
-    monkeypatch.setattr(bench, "package_repo", lambda: repo)
-    out = repo / "runs" / "mine"
-    out.mkdir(parents=True)
-    (out / "results.jsonl").write_text("{}\n")
-    _commit_all(repo)
-    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True, check=True).stdout.strip()
-    (out / "results.jsonl").write_text("{}\n{}\n")
-    assert bench.code_version(out)["commit"] == head
-    assert bench.code_version(repo / "elsewhere")["commit"] == head + "-dirty"
-
-
-def _commit_all(repo: Path) -> None:
-    for cmd in (["add", "-A"], ["commit", "-qm", "c"]):
-        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *cmd], check=True,
-                       capture_output=True)
-
-
-def _git_repo(tmp_path: Path) -> Path:
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    repo = tmp_path / "repo"
-    (repo / "autogluon_maya").mkdir(parents=True)
-    (repo / "autogluon_maya" / "model.py").write_text("x = 1\n")
-    subprocess.run(["git", "-C", str(repo), "init", "-q"], check=True, capture_output=True)
-    _commit_all(repo)
-    return repo
 
 
 def test_neural_models_section_sets_each_neural_model_beside_the_best_tree_of_its_level(bench):

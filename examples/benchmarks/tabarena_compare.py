@@ -31,8 +31,9 @@ unless ``--fillna METHOD`` fills it with that method's result the way TabArena i
 members that have one and is flagged; the ensemble leaderboard takes only tables where every member of every
 set has a result.  A table whose predictions are not in ``<out>/raw/repo`` (a checkout holds only the committed
 files; a run spread over machines holds some tables' predictions on each) keeps the rows the earlier
-``ensembles.csv`` has for it, when that was computed with the same ``--ensemble-size`` (a table's ensembles
-depend on its own predictions only); the report names the tables simulated and those kept.  With neither, the
+``ensembles.csv`` has for it, when that was computed with the same ``--ensemble-size`` from results of the
+package commit ``results.csv`` holds for the table (a table's ensembles depend on its own predictions only); the
+report names the tables simulated and those kept.  With neither, the
 ensembles are left out and the report says so.
 
 Outputs in ``--out``: ``leaderboard.csv`` (the seven methods), ``ensembles.csv`` (per table and member set:
@@ -141,8 +142,19 @@ def winrate_plot(frame: pd.DataFrame, path: Path, title: str) -> None:
 
 
 # ---- the ensembles ---------------------------------------------------------------------------------------
-def simulate_ensembles(repo_dir: Path, results: pd.DataFrame, ensemble_size: int) -> pd.DataFrame:
-    """One row per (table, member set): TabArena's ensemble selection on the stored predictions."""
+def package_commits(results: pd.DataFrame, settings: dict) -> dict:
+    """table -> the package commit its results were made by (``results.csv``'s column; rows written before that
+    column existed: the one of ``settings.json``)."""
+    fallback = settings.get("code", {}).get("package_commit")
+    if "package_commit" not in results.columns:
+        return {t: fallback for t in results["table"]}
+    return {t: (c if isinstance(c, str) else fallback) for t, c in zip(results["table"], results["package_commit"])}
+
+
+def simulate_ensembles(repo_dir: Path, results: pd.DataFrame, ensemble_size: int, commits: dict) -> pd.DataFrame:
+    """One row per (table, member set): TabArena's ensemble selection on the stored predictions, with the
+    ensemble size and the package commit of the members' results (what decides whether a later call may keep
+    the row)."""
     from tabarena.repository import EvaluationRepository
 
     repo = EvaluationRepository.from_dir(repo_dir, verbose=False)
@@ -165,26 +177,36 @@ def simulate_ensembles(repo_dir: Path, results: pd.DataFrame, ensemble_size: int
                          "problem_type": r["problem_type"], "test_error": float(r["metric_error"]),
                          "val_error": float(r["metric_error_val"]), "fit_s": float(r["time_train_s"]),
                          "predict_s": float(r["time_infer_s"]),
-                         "weights": {label_of[c]: round(float(v), 4) for c, v in w.items() if v > 0}})
+                         "weights": {label_of[c]: round(float(v), 4) for c, v in w.items() if v > 0},
+                         "ensemble_size": ensemble_size,
+                         "package_commit": commits.get(table_of.get(dataset, dataset))})
     return pd.DataFrame(rows)
 
 
-def earlier_ensembles(out: Path, results: pd.DataFrame, simulated: set[str], ensemble_size: int) -> pd.DataFrame:
+def earlier_ensembles(out: Path, results: pd.DataFrame, simulated: set[str], ensemble_size: int,
+                      commits: dict) -> pd.DataFrame:
     """The rows an earlier call wrote to ``<out>/ensembles.csv`` for tables of ``results`` that are not in
-    ``simulated`` (their predictions are not on this disk), when it used the same ``ensemble_size``.
+    ``simulated`` (their predictions are not on this disk), where the row has the same ``ensemble_size`` and
+    was built from results of the package commit that ``results`` now holds for its table (``commits``).
 
     A table's ensembles depend on that table's predictions only, so they are kept as computed: a run spread
-    over machines (``tabarena_run.py --datasets``) and a checkout without ``raw/`` report every table."""
-    path, summary_path = out / "ensembles.csv", out / "compare.json"
-    if not path.is_file() or not summary_path.is_file():
-        return pd.DataFrame()
-    size = json.loads(summary_path.read_text()).get("settings", {}).get("ensemble_size")
-    if size != ensemble_size:
+    over machines (``tabarena_run.py --datasets``) and a checkout without ``raw/`` report every table.  Rows
+    written before the two columns existed take the ensemble size of ``compare.json`` and the table's commit."""
+    path = out / "ensembles.csv"
+    if not path.is_file():
         return pd.DataFrame()
     old = pd.read_csv(path, float_precision="round_trip")  # the errors as written, to the last digit
+    if "ensemble_size" not in old.columns:
+        summary_path = out / "compare.json"
+        summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
+        old = old.assign(ensemble_size=summary.get("settings", {}).get("ensemble_size"))
+    if "package_commit" not in old.columns:
+        old = old.assign(package_commit=old["table"].map(commits))
     keep = set(results["table"]) - simulated
-    old = old[old["table"].isin(keep)].reset_index(drop=True)
-    return old.assign(weights=old["weights"].map(json.loads), complete=old["complete"].astype(bool))
+    old = old[old["table"].isin(keep) & (old["ensemble_size"] == ensemble_size)
+              & (old["package_commit"].fillna("?") == old["table"].map(commits).fillna("?"))].reset_index(drop=True)
+    return old.assign(weights=old["weights"].map(json.loads), complete=old["complete"].astype(bool),
+                      ensemble_size=old["ensemble_size"].astype(int))
 
 
 def additions(ens: pd.DataFrame, tables: list[str]) -> pd.DataFrame:
@@ -388,9 +410,11 @@ def main(argv=None) -> None:
     ens_tables: list[str] = []
     ens_note = ""
     repo_dir = out / "raw" / "repo"
-    simulated = (simulate_ensembles(repo_dir, results, args.ensemble_size)
+    commits = package_commits(results, settings)
+    simulated = (simulate_ensembles(repo_dir, results, args.ensemble_size, commits)
                  if (repo_dir / "context.json").is_file() else pd.DataFrame())
-    kept = earlier_ensembles(out, results, set(simulated["table"]) if len(simulated) else set(), args.ensemble_size)
+    kept = earlier_ensembles(out, results, set(simulated["table"]) if len(simulated) else set(), args.ensemble_size,
+                             commits)
     ens_sources = {"simulated": sorted(set(simulated["table"])) if len(simulated) else [],
                    "kept": sorted(set(kept["table"])) if len(kept) else []}
     if len(simulated) or len(kept):
@@ -409,7 +433,8 @@ def main(argv=None) -> None:
 
     if ens_sources["kept"]:
         ens_note = (f"Simulated from the predictions on this disk: {', '.join(ens_sources['simulated']) or 'none'}; "
-                    f"kept from the earlier `ensembles.csv` (same ensemble size; predictions not on this disk): "
+                    f"kept from the earlier `ensembles.csv` (same ensemble size and package; predictions not on this "
+                    f"disk): "
                     f"{', '.join(ens_sources['kept'])}.")
     text = report(out, settings, results, frame, board, per_table, tables, excluded, imputed, ens, ens_board,
                   ens_per_table, ens_tables, ens_note, args)

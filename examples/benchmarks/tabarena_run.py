@@ -204,11 +204,12 @@ def check_settings(out: Path, settings: dict) -> None:
 
 
 def earlier_tables(out: Path, tables: list[str], package_commit: str) -> tuple[list[dict], list[dict]]:
-    """What an earlier run into ``out`` holds for tables outside ``tables``: its ``results.csv`` rows and its
+    """What an earlier run into ``out`` holds for tables outside ``tables``: its ``results.csv`` rows and their
     table infos, kept so that a run over some of the tables adds to the results rather than replacing them
     (the raw predictions of those tables may be gone: a new checkout holds only the committed files).
 
-    Kept only when made by the same package (``package_commit``): results of another version of the models
+    Kept only when every kept row was made by the same package (its ``package_commit`` column; rows written
+    before that column existed take the one of ``settings.json``): results of another version of the models
     are not mixed in; that stops with an error before anything is fitted."""
     import pandas as pd
 
@@ -216,18 +217,23 @@ def earlier_tables(out: Path, tables: list[str], package_commit: str) -> tuple[l
     if not results_path.is_file() or not settings_path.is_file():
         return [], []
     old = json.loads(settings_path.read_text())
-    infos = [i for i in old.get("tables", []) if i["table"] not in tables]
-    if not infos:
-        return [], []
-    earlier = old.get("code", {}).get("package_commit")
-    if earlier != package_commit or package_commit.endswith("-dirty"):
-        raise SystemExit(f"error: {out} holds results of {', '.join(i['table'] for i in infos)} made by package "
-                         f"{earlier}; this run's package is {package_commit}: choose another --out, or rerun "
-                         "those tables too")
     frame = pd.read_csv(results_path, float_precision="round_trip")  # the errors as written, to the last digit
-    keep = {i["table"] for i in infos}
-    rows = frame[frame["table"].isin(keep)].to_dict(orient="records")
-    return rows, infos
+    frame = frame[~frame["table"].isin(tables)]
+    if frame.empty:
+        return [], []
+    if "package_commit" not in frame.columns:
+        frame = frame.assign(package_commit=old.get("code", {}).get("package_commit"))
+    others = frame[(frame["package_commit"] != package_commit) | package_commit.endswith("-dirty")]
+    if len(others):
+        made = ", ".join(f"{t} ({c})" for t, c in others.groupby("table")["package_commit"].first().items())
+        raise SystemExit(f"error: {out} holds results made by another package: {made}; this run's package is "
+                         f"{package_commit}: choose another --out, or rerun those tables too")
+    infos = [i for i in old.get("tables", []) if i["table"] in set(frame["table"])]
+    lacking = sorted(set(frame["table"]) - {i["table"] for i in infos})
+    if lacking:
+        raise SystemExit(f"error: {settings_path} has no table sizes for {', '.join(lacking)} of results.csv; "
+                         "rerun those tables too")
+    return frame.to_dict(orient="records"), infos
 
 
 def write_raw_gitignore(raw: Path) -> None:
@@ -235,8 +241,9 @@ def write_raw_gitignore(raw: Path) -> None:
     (raw / ".gitignore").write_text(GITIGNORE)
 
 
-def compact_rows(repo, infos: list[dict], configs: list[str]) -> list[dict]:
-    """One row per (table, config) from the repository's metrics; pairs without a result are ``missing``."""
+def compact_rows(repo, infos: list[dict], configs: list[str], package_commit: str) -> list[dict]:
+    """One row per (table, config) from the repository's metrics, with the package commit that made it; pairs
+    without a result are ``missing``."""
     metrics = repo.metrics().reset_index() if repo is not None else None
     rows = []
     for info in infos:
@@ -255,7 +262,7 @@ def compact_rows(repo, infos: list[dict], configs: list[str]) -> list[dict]:
                            predict_s=round(float(r["time_infer_s"]), 3))
             else:
                 row.update(status="missing", test_error=None, val_error=None, fit_s=None, predict_s=None)
-            rows.append(row)
+            rows.append({**row, "package_commit": package_commit})
     return rows
 
 
@@ -309,7 +316,7 @@ def run(args) -> None:
         repo = generate_repo_from_results_lst(results_lst=[BaselineResult.from_dict(r) for r in results],
                                               task_metadata=collection)
         repo.to_dir(raw / "repo")
-    frame = pd.DataFrame(kept_rows + compact_rows(repo, infos, configs))
+    frame = pd.DataFrame(kept_rows + compact_rows(repo, infos, configs, code["package_commit"]))
     frame.to_csv(out / "results.csv", index=False)
     missing = frame[frame["status"] != "ok"]
     with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):

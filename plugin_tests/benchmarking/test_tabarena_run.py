@@ -40,5 +40,22 @@ def test_nothing_is_kept_when_the_run_covers_every_earlier_table_or_there_is_non
 @pytest.mark.parametrize("package_commit", ["fff0000", "abc1234-dirty"])
 def test_results_of_another_package_are_not_mixed_in(tmp_path, package_commit):
     _earlier_run(tmp_path, ["a", "b"], "abc1234" if package_commit == "fff0000" else package_commit)
-    with pytest.raises(SystemExit, match="holds results of a made by package"):
+    with pytest.raises(SystemExit, match=r"made by another package: a \(abc1234"):
         tr.earlier_tables(tmp_path, ["b"], package_commit)
+
+
+def test_each_kept_row_is_checked_by_its_own_package_commit(tmp_path):
+    # a later run at fff0000 over every table was stopped before it wrote results.csv: settings.json names
+    # fff0000 and a third table, results.csv still holds the rows abc1234 made of a and b
+    _earlier_run(tmp_path, ["a", "b"], "abc1234")
+    frame = pd.read_csv(tmp_path / "results.csv").assign(package_commit="abc1234")
+    frame.to_csv(tmp_path / "results.csv", index=False)
+    settings = json.loads((tmp_path / "settings.json").read_text())
+    settings["code"]["package_commit"] = "fff0000"
+    settings["tables"].append({"table": "c", "dataset": "c-0", "task": "binary", "train_rows": 80, "test_rows": 20})
+    (tmp_path / "settings.json").write_text(json.dumps(settings))
+    with pytest.raises(SystemExit, match=r"made by another package: a \(abc1234\)"):
+        tr.earlier_tables(tmp_path, ["b"], "fff0000")
+    # at abc1234 a is kept; c has a size but no row: it is not carried over as a table without results
+    rows, infos = tr.earlier_tables(tmp_path, ["b"], "abc1234")
+    assert [i["table"] for i in infos] == ["a"] and {r["table"] for r in rows} == {"a"}

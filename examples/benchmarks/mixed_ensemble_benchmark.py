@@ -148,7 +148,6 @@ def ensembling(args_or_spec) -> str:
             "dynamic_stacking=False, P1 validation part as bag holdout")
 
 
-# ---- the code version ------------------------------------------------------------------------------------
 # ---- one fit (runs in a child process) -----------------------------------------------------------------
 _FAILURE_KINDS = {"TimeLimitExceeded": "time", "InsufficientTime": "time", "NotEnoughMemoryError": "memory",
                   "NotEnoughCudaMemoryError": "memory", "MemoryError": "memory", "OutOfMemoryError": "memory"}

@@ -56,7 +56,7 @@ if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
 from benchlib.tables import markdown  # noqa: E402
-from tabarena_run import DEFAULT_OUT, LABELS  # noqa: E402
+from tabarena_run import DEFAULT_OUT, LABELS, row_package_commits  # noqa: E402
 
 #: the seven methods in report order, as tabarena_run.py labels them
 METHODS = tuple(LABELS.values())
@@ -142,15 +142,6 @@ def winrate_plot(frame: pd.DataFrame, path: Path, title: str) -> None:
 
 
 # ---- the ensembles ---------------------------------------------------------------------------------------
-def package_commits(results: pd.DataFrame, settings: dict) -> dict:
-    """table -> the package commit its results were made by (``results.csv``'s column; rows written before that
-    column existed: the one of ``settings.json``)."""
-    fallback = settings.get("code", {}).get("package_commit")
-    if "package_commit" not in results.columns:
-        return {t: fallback for t in results["table"]}
-    return {t: (c if isinstance(c, str) else fallback) for t, c in zip(results["table"], results["package_commit"])}
-
-
 def simulate_ensembles(repo_dir: Path, results: pd.DataFrame, ensemble_size: int, commits: dict) -> pd.DataFrame:
     """One row per (table, member set): TabArena's ensemble selection on the stored predictions, with the
     ensemble size and the package commit of the members' results (what decides whether a later call may keep
@@ -190,23 +181,15 @@ def earlier_ensembles(out: Path, results: pd.DataFrame, simulated: set[str], ens
     was built from results of the package commit that ``results`` now holds for its table (``commits``).
 
     A table's ensembles depend on that table's predictions only, so they are kept as computed: a run spread
-    over machines (``tabarena_run.py --datasets``) and a checkout without ``raw/`` report every table.  Rows
-    written before the two columns existed take the ensemble size of ``compare.json`` and the table's commit."""
+    over machines (``tabarena_run.py --datasets``) and a checkout without ``raw/`` report every table."""
     path = out / "ensembles.csv"
     if not path.is_file():
         return pd.DataFrame()
     old = pd.read_csv(path, float_precision="round_trip")  # the errors as written, to the last digit
-    if "ensemble_size" not in old.columns:
-        summary_path = out / "compare.json"
-        summary = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
-        old = old.assign(ensemble_size=summary.get("settings", {}).get("ensemble_size"))
-    if "package_commit" not in old.columns:
-        old = old.assign(package_commit=old["table"].map(commits))
     keep = set(results["table"]) - simulated
     old = old[old["table"].isin(keep) & (old["ensemble_size"] == ensemble_size)
               & (old["package_commit"].fillna("?") == old["table"].map(commits).fillna("?"))].reset_index(drop=True)
-    return old.assign(weights=old["weights"].map(json.loads), complete=old["complete"].astype(bool),
-                      ensemble_size=old["ensemble_size"].astype(int))
+    return old.assign(weights=old["weights"].map(json.loads), complete=old["complete"].astype(bool))
 
 
 def additions(ens: pd.DataFrame, tables: list[str]) -> pd.DataFrame:
@@ -278,7 +261,7 @@ def per_table_lines(frame: pd.DataFrame, per_table: pd.DataFrame, columns: list[
 
 
 def report(out: Path, settings: dict, results: pd.DataFrame, frame: pd.DataFrame, board, per_table, tables,
-           excluded, imputed, ens: pd.DataFrame | None, ens_board, ens_per_table, ens_tables, ens_note: str,
+           excluded, imputed, ens: pd.DataFrame | None, ens_board, ens_per_table, ens_tables, added, ens_note: str,
            args) -> str:
     s = settings.get("settings", {})
     code = settings.get("code", {})
@@ -340,8 +323,7 @@ def report(out: Path, settings: dict, results: pd.DataFrame, frame: pd.DataFrame
                   "did not pick it; — : not in the set):", ""]
         lines += md_table(["member set"] + cols, [[e] + [_weight(mean_w.loc[e, m]) for m in cols]
                                                   for e in mean_w.index])
-        if ens_board is not None:
-            added = additions(ens, ens_tables)
+        if added is not None:
             lines += ["", "## What each addition changes", "",
                       "Relative error vs the trees alone (mean over the tables above) without and with the added "
                       "models; tables where the ensemble's test error is lower, higher or the same with them.", ""]
@@ -408,9 +390,8 @@ def main(argv=None) -> None:
 
     ens = ens_board = ens_per_table = None
     ens_tables: list[str] = []
-    ens_note = ""
     repo_dir = out / "raw" / "repo"
-    commits = package_commits(results, settings)
+    commits = dict(zip(results["table"], row_package_commits(results, settings)))
     simulated = (simulate_ensembles(repo_dir, results, args.ensemble_size, commits)
                  if (repo_dir / "context.json").is_file() else pd.DataFrame())
     kept = earlier_ensembles(out, results, set(simulated["table"]) if len(simulated) else set(), args.ensemble_size,
@@ -427,30 +408,30 @@ def main(argv=None) -> None:
             ens_board, ens_per_table = leaderboard(ens_frame, elo_rounds=args.elo_rounds, elo_anchor=None,
                                                    baseline="trees")
             ens_board.to_csv(out / "ensemble_leaderboard.csv")
-    else:
-        ens_note = (f"Not simulated: no EvaluationRepository at {repo_dir} (the raw artefacts of tabarena_run.py are "
-                    "not committed; rerun it, which loads its cached results, to rebuild them).")
+    added = additions(ens, ens_tables) if ens_board is not None else None
 
+    ens_note = ""
     if ens_sources["kept"]:
         ens_note = (f"Simulated from the predictions on this disk: {', '.join(ens_sources['simulated']) or 'none'}; "
-                    f"kept from the earlier `ensembles.csv` (same ensemble size and package; predictions not on this "
-                    f"disk): "
-                    f"{', '.join(ens_sources['kept'])}.")
+                    "kept from the earlier `ensembles.csv` (same ensemble size and package; predictions not on this "
+                    f"disk): {', '.join(ens_sources['kept'])}.")
+    elif ens is None:
+        ens_note = (f"Not simulated: no EvaluationRepository at {repo_dir} (the raw artefacts of tabarena_run.py are "
+                    "not committed; rerun it, which loads its cached results, to rebuild them).")
     text = report(out, settings, results, frame, board, per_table, tables, excluded, imputed, ens, ens_board,
-                  ens_per_table, ens_tables, ens_note, args)
+                  ens_per_table, ens_tables, added, ens_note, args)
     summary = {"tables": tables, "excluded": excluded, "imputed": imputed,
                "leaderboard": json.loads(board.reset_index().to_json(orient="records")),
                "ensembles": None if ens is None else json.loads(ens.to_json(orient="records")),
                "ensemble_tables": ens_tables, "ensemble_sources": ens_sources,
-               "additions": None if ens_board is None else json.loads(
-                   additions(ens, ens_tables).to_json(orient="records")),
+               "additions": None if added is None else json.loads(added.to_json(orient="records")),
                "ensemble_leaderboard": None if ens_board is None else json.loads(
                    ens_board.reset_index().to_json(orient="records")),
                "settings": {"elo_rounds": args.elo_rounds, "elo_anchor": args.elo_anchor, "fillna": args.fillna,
                             "ensemble_size": args.ensemble_size}, "run": settings}
     (out / "compare.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(text)
-    print(f"wrote results.md, leaderboard.csv, compare.json, winrate_matrix.png"
+    print("wrote results.md, leaderboard.csv, compare.json, winrate_matrix.png"
           + (", ensembles.csv, ensemble_leaderboard.csv" if ens_board is not None else "") + f" in {out}",
           file=sys.stderr)
 

@@ -203,6 +203,18 @@ def check_settings(out: Path, settings: dict) -> None:
                          "choose another --out")
 
 
+def row_package_commits(results, settings: dict):
+    """The package commit each ``results.csv`` row was made by: its ``package_commit`` column; a row written
+    before that column existed takes the one of the ``settings.json`` written with it."""
+    import pandas as pd
+
+    fallback = settings.get("code", {}).get("package_commit")
+    if "package_commit" not in results.columns:
+        return pd.Series(fallback, index=results.index, dtype=object)
+    commits = results["package_commit"]
+    return commits.where(commits.notna(), fallback)
+
+
 def earlier_tables(out: Path, tables: list[str], package_commit: str) -> tuple[list[dict], list[dict]]:
     """What an earlier run into ``out`` holds for tables outside ``tables``: its ``results.csv`` rows and their
     table infos, kept so that a run over some of the tables adds to the results rather than replacing them
@@ -221,8 +233,7 @@ def earlier_tables(out: Path, tables: list[str], package_commit: str) -> tuple[l
     frame = frame[~frame["table"].isin(tables)]
     if frame.empty:
         return [], []
-    if "package_commit" not in frame.columns:
-        frame = frame.assign(package_commit=old.get("code", {}).get("package_commit"))
+    frame = frame.assign(package_commit=row_package_commits(frame, old))
     others = frame[(frame["package_commit"] != package_commit) | package_commit.endswith("-dirty")]
     if len(others):
         made = ", ".join(f"{t} ({c})" for t, c in others.groupby("table")["package_commit"].first().items())

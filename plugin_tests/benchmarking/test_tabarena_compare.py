@@ -104,9 +104,9 @@ def test_no_complete_table_is_an_error_naming_the_way_out(tmp_path):
         tc.main(["--out", str(tmp_path), "--elo-rounds", "5"])
 
 
-def _earlier_ensembles(out, tables, ensemble_size=40, **columns):
-    """An ``ensembles.csv`` and ``compare.json`` as an earlier call wrote them (``columns``: extra columns of
-    every row): on each table the trees are worst, "all without TabSwift" (the last set) best."""
+def _earlier_ensembles(out, tables, ensemble_size=40, package_commit=None):
+    """An ``ensembles.csv`` as an earlier call wrote it (``package_commit`` None: the fixture's run names no
+    package): on each table the trees are worst, "all without TabSwift" (the last set) best."""
     rows = []
     for table in tables:
         problem_type, metric = TABLES[table]
@@ -114,9 +114,9 @@ def _earlier_ensembles(out, tables, ensemble_size=40, **columns):
             rows.append({"table": table, "ensemble": name, "members": " + ".join(members), "complete": True,
                          "metric": metric, "problem_type": problem_type, "test_error": 0.5 - 0.05 * i,
                          "val_error": 0.5 - 0.05 * i, "fit_s": 10.0, "predict_s": 0.1,
-                         "weights": json.dumps({m: round(1 / len(members), 4) for m in members})})
-    pd.DataFrame(rows).assign(**columns).to_csv(out / "ensembles.csv", index=False)
-    (out / "compare.json").write_text(json.dumps({"settings": {"ensemble_size": ensemble_size}}))
+                         "weights": json.dumps({m: round(1 / len(members), 4) for m in members}),
+                         "ensemble_size": ensemble_size, "package_commit": package_commit})
+    pd.DataFrame(rows).to_csv(out / "ensembles.csv", index=False)
 
 
 def test_ensembles_of_tables_without_predictions_on_disk_are_kept_and_named(run_dir, capsys):
@@ -130,7 +130,7 @@ def test_ensembles_of_tables_without_predictions_on_disk_are_kept_and_named(run_
     assert board.loc["all without TabSwift", "rank=1_count"] == 2  # the lowest error of the made-up rows
     report = (run_dir / "results.md").read_text()
     assert "kept from the earlier `ensembles.csv`" in report and "t_binary, t_multi" in report
-    # written back whole, now with the columns that decide what a later call keeps
+    # written back whole, with the columns that decide what a later call keeps
     again = pd.read_csv(run_dir / "ensembles.csv")
     assert set(again["ensemble_size"]) == {40}
     assert len(again) == 2 * len(tc.ENSEMBLES) and set(again["table"]) == {"t_binary", "t_multi"}
@@ -163,19 +163,12 @@ def test_what_each_addition_changes_counts_tables_and_averages_the_relative_erro
     assert (row["better"], row["worse"], row["same"]) == (1, 1, 0)
 
 
-def test_kept_rows_are_checked_by_their_own_ensemble_size_and_package(run_dir, capsys):
-    # rows of size 25 in a folder whose compare.json says 40 (a later call kept nothing and wrote only that)
-    _earlier_ensembles(run_dir, ["t_binary", "t_multi"], ensemble_size=40)
-    frame = pd.read_csv(run_dir / "ensembles.csv")
-    frame.assign(ensemble_size=25).to_csv(run_dir / "ensembles.csv", index=False)
+def test_kept_rows_are_checked_by_the_package_that_made_their_results(run_dir, capsys):
+    # rows built from results of another package than results.csv now holds for their tables
+    pd.read_csv(run_dir / "results.csv").assign(package_commit="new0000").to_csv(run_dir / "results.csv", index=False)
+    _earlier_ensembles(run_dir, ["t_binary", "t_multi"], package_commit="old0000")
     tc.main(["--out", str(run_dir), "--elo-rounds", "5"])
     assert json.loads((run_dir / "compare.json").read_text())["ensembles"] is None
-    # rows of the right size, but built from results of another package than results.csv now holds
-    results = pd.read_csv(run_dir / "results.csv").assign(package_commit="new0000")
-    results.to_csv(run_dir / "results.csv", index=False)
-    frame.assign(ensemble_size=40, package_commit="old0000").to_csv(run_dir / "ensembles.csv", index=False)
-    tc.main(["--out", str(run_dir), "--elo-rounds", "5"])
-    assert json.loads((run_dir / "compare.json").read_text())["ensembles"] is None
-    frame.assign(ensemble_size=40, package_commit="new0000").to_csv(run_dir / "ensembles.csv", index=False)
+    _earlier_ensembles(run_dir, ["t_binary", "t_multi"], package_commit="new0000")
     tc.main(["--out", str(run_dir), "--elo-rounds", "5"])
     assert json.loads((run_dir / "compare.json").read_text())["ensemble_sources"]["kept"] == ["t_binary", "t_multi"]

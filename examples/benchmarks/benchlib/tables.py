@@ -104,6 +104,25 @@ def markdown(header: Sequence[str], body: Iterable[Sequence[str]], align: Option
     return "\n".join(lines) + "\n"
 
 
+def report_table(path: Path, heading: Optional[str] = None, index: int = 0) -> str:
+    """The ``index``-th Markdown table under ``## heading`` of a report a benchmark script wrote (``heading``
+    None: of the whole report)."""
+    blocks: List[List[str]] = []
+    inside = heading is None
+    previous = ""
+    for line in path.read_text().splitlines():
+        if heading is not None and line.startswith("## "):
+            inside = line[3:].strip() == heading
+        elif inside and line.startswith("|"):
+            if not previous.startswith("|"):
+                blocks.append([])
+            blocks[-1].append(line)
+        previous = line
+    if index >= len(blocks):
+        raise KeyError(f"{path}: no table {index} under '## {heading}' ({len(blocks)} there)")
+    return "\n".join(blocks[index]) + "\n"
+
+
 def _rank(v: float, values: Iterable[float], higher: bool) -> float:
     """1-based rank of ``v`` among ``values`` (1 = best), ties sharing the mean rank."""
     values = list(values)
@@ -631,25 +650,6 @@ table("tabswift-vs-ta-released")(lambda: tabswift_vs_ta("released_24x192"))
 
 
 # ---- the 12 tables in TabArena's harness (docs/tabarena.md) -------------------------------------------------
-def report_table(path: Path, heading: Optional[str] = None, index: int = 0) -> str:
-    """The ``index``-th Markdown table under ``## heading`` of a report a benchmark script wrote (``heading``
-    None: of the whole report)."""
-    blocks: List[List[str]] = []
-    inside = heading is None
-    previous = ""
-    for line in path.read_text().splitlines():
-        if heading is not None and line.startswith("## "):
-            inside = line[3:].strip() == heading
-        elif inside and line.startswith("|"):
-            if not previous.startswith("|"):
-                blocks.append([])
-            blocks[-1].append(line)
-        previous = line
-    if index >= len(blocks):
-        raise KeyError(f"{path}: no table {index} under '## {heading}' ({len(blocks)} there)")
-    return "\n".join(blocks[index]) + "\n"
-
-
 TABARENA = RESULTS / "tabarena_12" / "results.md"
 table("tabarena-leaderboard")(lambda: report_table(TABARENA, "Leaderboard"))
 table("tabarena-per-table")(lambda: report_table(TABARENA, "Test error per table"))

@@ -186,6 +186,8 @@ def earlier_ensembles(out: Path, results: pd.DataFrame, simulated: set[str], ens
     if not path.is_file():
         return pd.DataFrame()
     old = pd.read_csv(path, float_precision="round_trip")  # the errors as written, to the last digit
+    if not {"ensemble_size", "package_commit"} <= set(old.columns):  # nothing says what made these rows
+        return pd.DataFrame()
     keep = set(results["table"]) - simulated
     old = old[old["table"].isin(keep) & (old["ensemble_size"] == ensemble_size)
               & (old["package_commit"].fillna("?") == old["table"].map(commits).fillna("?"))].reset_index(drop=True)

@@ -172,3 +172,11 @@ def test_kept_rows_are_checked_by_the_package_that_made_their_results(run_dir, c
     _earlier_ensembles(run_dir, ["t_binary", "t_multi"], package_commit="new0000")
     tc.main(["--out", str(run_dir), "--elo-rounds", "5"])
     assert json.loads((run_dir / "compare.json").read_text())["ensemble_sources"]["kept"] == ["t_binary", "t_multi"]
+
+
+def test_earlier_ensembles_that_do_not_say_what_made_them_are_not_kept(run_dir, capsys):
+    _earlier_ensembles(run_dir, ["t_binary", "t_multi"])
+    pd.read_csv(run_dir / "ensembles.csv").drop(columns=["ensemble_size", "package_commit"]).to_csv(
+        run_dir / "ensembles.csv", index=False)
+    tc.main(["--out", str(run_dir), "--elo-rounds", "5"])
+    assert json.loads((run_dir / "compare.json").read_text())["ensembles"] is None

@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from .engine import target_scale
+from .losses import EXIT_TOLERANCE, exit_targets, task_loss
 from .ensemble import TabSwiftEnsemble, shift_labels
 from .network import CLASSIFICATION
 
@@ -370,11 +371,8 @@ EXIT_LR = 1e-3            # per-layer and exit heads only (pretraining stage 3 u
 
 def exit_episode_loss(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int, device) -> Dict[str, torch.Tensor]:
     """Stage-3 loss on one episode of the user's rows: each exit layer's prediction head gets the task
-    loss, each exit head a BCE on "this layer already agrees with the final layer" (pretraining/losses.py)."""
-    # the same per-layer task loss and agreement targets as pretraining stage 3 (imported here: the
-    # pretraining package is only needed once early exit is retrained)
-    from ..pretraining.losses import EXIT_TOLERANCE, exit_targets, task_loss
-
+    loss, each exit head a BCE on "this layer already agrees with the final layer" (``losses``: the same per-layer
+    task loss and agreement targets as pretraining stage 3)."""
     xs, ys, xq, yq = _episode(ens, rng, rows)
     net = ens.network
     t = lambda a, dt=torch.float32: torch.as_tensor(a, dtype=dt, device=device)  # noqa: E731

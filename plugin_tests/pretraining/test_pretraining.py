@@ -6,7 +6,7 @@ import torch
 
 from autogluon_maya.pretraining.config import PretrainConfig
 from autogluon_maya.pretraining.data import PriorBatches, TaskShape
-from autogluon_maya.pretraining.losses import backbone_loss, masked_logits
+from autogluon_maya.tabswift.losses import backbone_loss, masked_logits
 from autogluon_maya.pretraining.targets import discretize, is_monotone_discretization
 from autogluon_maya.pretraining.trainer import STATE_FILE, train
 from autogluon_maya.tabswift.weights import load_checkpoint

@@ -7,7 +7,7 @@ import torch
 
 from autogluon_maya.pretraining.config import PretrainConfig
 from autogluon_maya.pretraining.data import PriorBatches, TaskShape
-from autogluon_maya.pretraining.losses import backbone_loss
+from autogluon_maya.tabswift.losses import backbone_loss
 from autogluon_maya.pretraining.targets import is_monotone_discretization
 from autogluon_maya.pretraining.trainer import STATE_FILE, build_network, train
 from autogluon_maya.tabswift.config import TINY

@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-# TABSWIFT's default checkpoint_path="auto" takes the authors' released weights where this machine has them
-# (prefetched, or in the hub's cache); default-configured fits in the suite use the shipped checkpoint on every machine (a value set by
+# TABSWIFT's default checkpoint_path="auto" takes the authors' released weights, downloading them at the first use
+# on a machine; default-configured fits in the suite use the shipped checkpoint on every machine (a value set by
 # the caller, e.g. a candidate checkpoint under evaluation, is kept)
 os.environ.setdefault("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", "shipped")
 
@@ -71,6 +71,15 @@ def authors_module(name: str):
     except ImportError as err:
         pytest.fail(f"the authors' TabSwift code (test oracle) could not be imported from {TABSWIFT_AUTHORS}: "
                     f"{err} (pip install -e '.[test]' installs tabarena)")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_hub_downloads():
+    """No test reaches the internet: "auto" never downloads (``AUTOGLUON_MAYA_HUB_DOWNLOAD=0``, inherited by the
+    subprocesses tests start) unless a test turns downloads on against a hub it serves on 127.0.0.1."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("AUTOGLUON_MAYA_HUB_DOWNLOAD", "0")
+        yield
 
 
 @pytest.fixture(autouse=True)

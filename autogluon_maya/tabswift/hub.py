@@ -1,18 +1,24 @@
-"""The authors' released ``swift.ckpt`` from the model hub, fetched ahead of a fit (``prefetch_weights``, the
-console command ``autogluon-maya-prefetch``) or by ``checkpoint_path="hub"``; ``checkpoint_path="auto"`` reads
-only what is on this machine already (``sources.py``).
+"""The authors' released ``swift.ckpt`` from the model hub: fetched by ``checkpoint_path="auto"`` (the default) at
+its first use on a machine, by ``checkpoint_path="hub"``, and ahead of a fit by ``prefetch_weights`` (the console
+command ``autogluon-maya-prefetch``, for images built ahead of time).
 
 Where the weights come from, in this order, for every caller:
 - the converted copy in our cache (``$AUTOGLUON_MAYA_CACHE``, default ``~/.cache/autogluon_maya``), no network;
+  used only if it was converted from the pinned file (``RELEASED_SHA256`` or ``$AUTOGLUON_MAYA_RELEASED_SHA256``,
+  where one is set);
 - ``swift.ckpt`` in the Hugging Face hub's local cache (``HF_HOME`` / ``HF_HUB_CACHE``), converted once, no network;
-- a download (``prefetch_weights`` and ``"hub"`` only; ``download=True``), after the hub has answered an HTTP HEAD
-  of the file within ``timeout`` seconds (``$AUTOGLUON_MAYA_HUB_TIMEOUT``, default 5; the probe runs in a daemon
-  thread abandoned on timeout, because name resolution is not bounded by socket timeouts and huggingface_hub
-  retries a silent server with back-off for half a minute).  The download itself runs in the calling thread and
-  ends with the call: nothing fetches in the background.
-A file is converted only if its sha256 is the one pinned here (``RELEASED_SHA256``, when set; the download asks
-for ``RELEASED_REVISION``).  A failed probe is remembered for the process, per endpoint, so the folds of a bag
-do not each wait for the same dead network.  The converted copy lives in ``<cache>/tabswift/hub/``.
+- a download (``download=True``), after the hub (``$HF_ENDPOINT``) has answered an HTTP HEAD of the file within
+  ``timeout`` seconds (``$AUTOGLUON_MAYA_HUB_TIMEOUT``, default 5; the probe runs in a daemon thread abandoned on
+  timeout, because name resolution is not bounded by socket timeouts and huggingface_hub retries a silent server
+  with back-off for half a minute).  The download runs in the calling thread and ends with the call: nothing
+  fetches in the background.  ``HF_HUB_OFFLINE=1`` forbids it before any socket is opened.
+A file is converted only if its sha256 is the pinned one (the download asks for ``RELEASED_REVISION``).  The
+conversion writes each file to a temporary name in the cache folder and renames it into place
+(``weights.save_checkpoint``); download and conversion run under a file lock in that folder, so processes that
+start at once (parallel fold workers, several fits) download once and never read a half-written copy: the
+others wait, then find the converted copy.  A failed probe or download is remembered for the process, per
+endpoint, so the folds of a bag do not each wait for the same dead network.  The converted copy lives in
+``<cache>/tabswift/hub/``.
 """
 
 from __future__ import annotations
@@ -40,6 +46,11 @@ RELEASED_REVISION: Optional[str] = None
 RELEASED_SHA256: Optional[str] = None
 SHA256_ENV = "AUTOGLUON_MAYA_RELEASED_SHA256"
 PREFETCH_HINT = "run `autogluon-maya-prefetch` (or autogluon_maya.prefetch_weights()) once on a machine online"
+INSTALL_HINT = "pip install 'autogluon_maya[hub]'"
+#: "0" (or false/no/off): ``checkpoint_path="auto"`` never downloads; it uses what is on this machine
+DOWNLOAD_ENV = "AUTOGLUON_MAYA_HUB_DOWNLOAD"
+#: seconds a process waits for another one that is downloading and converting the released file
+LOCK_TIMEOUT = 600.0
 
 #: endpoint -> why the released file could not be had from it; kept for the life of the process
 _FAILED: Dict[str, str] = {}
@@ -61,6 +72,35 @@ def forget_failures() -> None:
 
 def _truthy(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def downloads_switched_off() -> Optional[str]:
+    """Why ``checkpoint_path="auto"`` must not download (``$AUTOGLUON_MAYA_HUB_DOWNLOAD=0``), or None.
+    ``HF_HUB_OFFLINE`` is honoured by ``locate_released`` itself, for every caller."""
+    value = os.environ.get(DOWNLOAD_ENV, "").strip()
+    if value.lower() in ("0", "false", "no", "off"):
+        return f"downloads are switched off (${DOWNLOAD_ENV}={value})"
+    return None
+
+
+def hub_endpoint() -> str:
+    """The hub's address: ``$HF_ENDPOINT`` as it is now, else what huggingface_hub read at its import."""
+    try:
+        from huggingface_hub import constants
+        imported = getattr(constants, "ENDPOINT", None)
+    except ImportError:
+        imported = None
+    return str(os.environ.get("HF_ENDPOINT") or imported or DEFAULT_ENDPOINT).rstrip("/")
+
+
+def hub_offline() -> bool:
+    """``HF_HUB_OFFLINE`` as it is now, or as huggingface_hub read it at its import."""
+    try:
+        from huggingface_hub import constants
+        imported = bool(getattr(constants, "HF_HUB_OFFLINE", False))
+    except ImportError:
+        imported = False
+    return _truthy("HF_HUB_OFFLINE") or imported
 
 
 def endpoint_reachable(url: str, timeout: float) -> Optional[str]:
@@ -124,70 +164,112 @@ def check_pinned(path: Path, how: str) -> None:
                                   f"refused (another revision, or a changed file)")
 
 
+def _converted_copy(target: Path) -> Optional[Tuple[Path, str]]:
+    """Our converted copy, when it is there and was converted from the pinned file (any file where none is)."""
+    from .released import is_our_checkpoint
+    from .weights import read_checkpoint_info
+
+    if not is_our_checkpoint(target):
+        return None
+    try:
+        source = read_checkpoint_info(target).get("metadata", {}).get("source", {}).get("sha256")
+    except (OSError, ValueError):  # an unreadable record: converted again
+        return None
+    want = pinned_sha256()
+    if want is not None and source != want:
+        return None
+    return target, f"converted copy in {target.parent}"
+
+
 def locate_released(timeout: Optional[float] = None, download: bool = False) -> Tuple[Path, str]:
     """``(converted checkpoint, how it was had)``, converting on first use: from our cache, the hub's local
     cache, or (``download=True``) the hub itself, in the calling thread.
 
     Raises ``ImportError`` (no huggingface_hub, where it is needed) or ``HubUnavailableError`` (not on this
     machine and ``download`` is False; offline, unreachable, the download or the conversion failed, the file is
-    not the pinned one, or the hub failed earlier in this process).  ``timeout`` (default
-    ``$AUTOGLUON_MAYA_HUB_TIMEOUT`` or 5 s) bounds the connectivity check and the hub's metadata request."""
-    from .released import ReleasedCheckpointError, convert, is_our_checkpoint
-    from .weights import read_checkpoint_info
-
+    not the pinned one, the hub failed earlier in this process, or another process held the lock too long).
+    ``timeout`` (default ``$AUTOGLUON_MAYA_HUB_TIMEOUT`` or 5 s) bounds the connectivity check and the hub's
+    metadata request."""
     if timeout is None:
         timeout = float(os.environ.get(TIMEOUT_ENV, 5.0))
     target = converted_path()
-    if is_our_checkpoint(target):
-        source = read_checkpoint_info(target).get("metadata", {}).get("source", {}).get("sha256")
-        want = pinned_sha256()
-        if want is None or source == want:
-            return target, f"converted copy in {target.parent}"
+    found = _converted_copy(target)
+    if found is not None:
+        return found
     try:
-        from huggingface_hub import constants, hf_hub_download
+        import huggingface_hub  # noqa: F401
+        from filelock import FileLock, Timeout  # a dependency of huggingface_hub
     except ImportError:
         raise ImportError(f"the authors' weights from the model hub need the optional package huggingface_hub "
-                          f"(pip install 'autogluon_maya[hub]'); or {MANUAL}") from None
+                          f"({INSTALL_HINT}); or {MANUAL}") from None
+    if not download and cached_released() is None:
+        raise HubUnavailableError(f"{REPO_ID}/{FILENAME} is not on this machine; {PREFETCH_HINT}")
+    lock_path = target.parent / f".{FILENAME}.lock"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(lock_path), timeout=LOCK_TIMEOUT):
+            found = _converted_copy(target)  # converted by another process while this one waited
+            if found is not None:
+                return found
+            return _fetch_and_convert(target, timeout, download)
+    except Timeout:
+        raise HubUnavailableError(f"another process held {lock_path} for over {LOCK_TIMEOUT:g} s (downloading "
+                                  f"{REPO_ID}/{FILENAME})") from None
+    except OSError as err:  # the cache folder can not be created or locked
+        raise HubUnavailableError(f"the cache folder {target.parent} can not be written ({type(err).__name__}: "
+                                  f"{err})") from None
+
+
+def _fetch_and_convert(target: Path, timeout: float, download: bool) -> Tuple[Path, str]:
+    """The hub's local cache, else (``download``) the hub: the pinned file, converted into ``target``.  Runs
+    under the cache folder's lock."""
+    from huggingface_hub import hf_hub_download
+
+    from .released import ReleasedCheckpointError, convert
 
     def converted(src: str, how: str, checked: bool = False) -> Tuple[Path, str]:
         if not checked:  # (the digest of 33 MB: computed once)
             check_pinned(Path(src), how)
         try:
             return convert(src, target), how
-        except ReleasedCheckpointError as err:  # the converter refuses what the hub serves: say which tensor
+        except (ReleasedCheckpointError, ValueError, OSError) as err:  # the converter refuses what the hub serves
             raise HubUnavailableError(f"{REPO_ID}/{FILENAME} ({how}) could not be converted: {err}") from None
 
+    refused = ""  # why the file in the hub's local cache was not taken: then it is downloaded again
     cached = cached_released()
     if cached is not None:
+        how = "found in the local Hugging Face hub cache"
         try:
-            check_pinned(cached, "found in the local Hugging Face hub cache")
-        except HubUnavailableError:
+            check_pinned(cached, how)
+            logger.info(f"TabSwift: {REPO_ID}/{FILENAME} found in the local hub cache; converting it once into "
+                        f"{target}")
+            return converted(str(cached), how, checked=True)
+        except HubUnavailableError as err:  # another content than the pinned one, or a damaged file
             if not download:
                 raise
-            cached = None  # another content than the pinned one: download the pinned revision instead
-    if cached is not None:
-        logger.info(f"TabSwift: {REPO_ID}/{FILENAME} found in the local hub cache; converting it once into {target}")
-        return converted(str(cached), "found in the local Hugging Face hub cache", checked=True)
+            refused = f"{err.reason}; "
     if not download:
         raise HubUnavailableError(f"{REPO_ID}/{FILENAME} is not on this machine; {PREFETCH_HINT}")
-    # huggingface_hub reads HF_ENDPOINT / HF_HUB_OFFLINE when it is first imported
-    endpoint = str(getattr(constants, "ENDPOINT", None) or DEFAULT_ENDPOINT).rstrip("/")
+    endpoint = hub_endpoint()
+    if hub_offline():  # before any socket is opened
+        raise HubUnavailableError(f"{refused}HF_HUB_OFFLINE is set and {REPO_ID}/{FILENAME} is not in the local "
+                                  f"Hugging Face hub cache")
     if endpoint in _FAILED:
-        raise HubUnavailableError(f"{_FAILED[endpoint]} (an earlier attempt in this process; not retried)")
+        raise HubUnavailableError(f"{refused}{_FAILED[endpoint]} (an earlier attempt in this process; not retried)")
 
     def failed(reason: str) -> HubUnavailableError:
         _FAILED[endpoint] = reason
-        return HubUnavailableError(reason)
+        return HubUnavailableError(refused + reason)
 
-    if _truthy("HF_HUB_OFFLINE") or bool(getattr(constants, "HF_HUB_OFFLINE", False)):
-        raise HubUnavailableError(f"HF_HUB_OFFLINE is set and {REPO_ID}/{FILENAME} is not in the local "
-                                  f"Hugging Face hub cache")
     revision = RELEASED_REVISION or "main"
     reason = endpoint_reachable(f"{endpoint}/{REPO_ID}/resolve/{revision}/{FILENAME}", timeout)
     if reason:
         raise failed(f"the model hub {endpoint} is unreachable ({reason})")
+    logger.info(f"TabSwift: downloading {REPO_ID}/{FILENAME} from {endpoint}"
+                + (f" (revision {RELEASED_REVISION})" if RELEASED_REVISION else ""))
     try:
-        src = hf_hub_download(REPO_ID, FILENAME, revision=RELEASED_REVISION, etag_timeout=timeout, endpoint=endpoint)
+        src = hf_hub_download(REPO_ID, FILENAME, revision=RELEASED_REVISION, etag_timeout=timeout, endpoint=endpoint,
+                              force_download=bool(refused))
     except Exception as err:  # HTTP error, timeout, disk: all mean "no file"
         first = str(err).splitlines()[0] if str(err) else ""
         raise failed(f"could not download {REPO_ID}/{FILENAME} from {endpoint} ({type(err).__name__}: {first})")
@@ -204,5 +286,6 @@ def fetch_released(timeout: Optional[float] = None) -> Path:
         raise HubUnavailableError(f"checkpoint_path='hub': {err.reason}") from None
 
 
-__all__ = ["FILENAME", "HubUnavailableError", "REPO_ID", "cached_released", "converted_path", "endpoint_reachable",
-           "fetch_released", "forget_failures", "locate_released"]
+__all__ = ["DOWNLOAD_ENV", "FILENAME", "HubUnavailableError", "REPO_ID", "cached_released", "converted_path",
+           "downloads_switched_off", "endpoint_reachable", "fetch_released", "forget_failures", "hub_endpoint",
+           "locate_released"]

@@ -3,10 +3,11 @@
 =================  ===========================================================================
 value              weights
 =================  ===========================================================================
-``"auto"``         the authors' released weights (``LAMDA-Tabular/TabSwift`` ``swift.ckpt``) when
-(default)          they are on this machine -- converted in our cache (``prefetch_weights``), or in
-                   the local Hugging Face hub cache -- else the shipped checkpoint; never the
-                   network, and the same answer for the rest of the process
+``"auto"``         the authors' released weights (``LAMDA-Tabular/TabSwift`` ``swift.ckpt``):
+(default)          converted in our cache, in the local Hugging Face hub cache, or downloaded
+                   and converted once at the first use on this machine; else (offline, no
+                   ``huggingface_hub``, any download or conversion error) the shipped checkpoint,
+                   with one warning per process.  The same answer for the rest of the process
 ``"shipped"``      the checkpoint inside the package (``defaults.SHIPPED_CHECKPOINT``)
 ``None``           the shipped checkpoint: what ``None`` meant before ``"auto"`` existed, so a
                    hyperparameter dict saved from an older model still names the same weights
@@ -17,17 +18,19 @@ a path             one of our checkpoints, a folder holding one, or a released-f
 ``$AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT`` (any of the values above) replaces ``"auto"`` and ``None``;
 an explicit ``"shipped"``, ``"hub"`` or path wins over it.
 
-Why "auto" reads only this machine: a fit must neither wait for a network that is not there nor load other
-weights in one fold of a bag than in the next because a download finished in between.  On a machine online,
-``autogluon-maya-prefetch`` (or ``autogluon_maya.prefetch_weights()``) fetches and converts the released file
-once, pinned to ``hub.RELEASED_REVISION`` and checked against ``hub.RELEASED_SHA256`` where those are set;
-after it, "auto" takes the released weights.  Offline, "auto" takes the shipped checkpoint and says why
-(``WeightsChoice.record``, the model's info).  The first answer "auto" gives in a process is kept for the
-rest of it (a bag's folds and refits agree; ``prefetch_weights`` starts over).
+"auto" downloads unless ``HF_HUB_OFFLINE=1`` or ``$AUTOGLUON_MAYA_HUB_DOWNLOAD=0`` (then it reads this machine
+only): the probe of the hub is bounded by ``$AUTOGLUON_MAYA_HUB_TIMEOUT`` (5 s), the file is pinned to
+``hub.RELEASED_REVISION`` and checked against the pinned sha256 where one is set, and the converted copy serves
+every later fit on the machine without the network.  ``autogluon-maya-prefetch`` (or
+``autogluon_maya.prefetch_weights()``) does the same ahead of time, e.g. while building an image.  Whatever was
+chosen is recorded with its reason and sha256 (``WeightsChoice.record``, the model's info).  The first answer
+"auto" gives in a process is kept for the rest of it: a bag's folds and refits load the same weights even if the
+network comes back in between (``prefetch_weights`` starts over).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +38,7 @@ from typing import Any, Dict, Optional
 
 from .defaults import SHIPPED_CHECKPOINT
 
+logger = logging.getLogger(f"autogluon.ext.{__name__}")
 ENV = "AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT"
 AUTO, SHIPPED, HUB = "auto", "shipped", "hub"
 #: what ``WeightsChoice.source`` can be
@@ -67,11 +71,14 @@ class WeightsChoice:
 
 #: the weights "auto" chose in this process, per (our cache, the hub's cache): later fits repeat the choice
 _AUTO_CHOICE: Dict[tuple, "WeightsChoice"] = {}
+#: the fall-back reasons already warned about in this process (a bag's folds warn once)
+_WARNED: set = set()
 
 
 def forget_auto_choice() -> None:
-    """The next "auto" looks at the caches again (``hub.prefetch_weights`` calls it)."""
+    """The next "auto" looks at the caches (and the hub) again, and warns again (``prefetch_weights`` calls it)."""
     _AUTO_CHOICE.clear()
+    _WARNED.clear()
 
 
 def auto_choice_made() -> Optional[Path]:
@@ -98,24 +105,36 @@ def _released_or_shipped(requested: str) -> WeightsChoice:
     kept = _AUTO_CHOICE.get(key)
     if kept is not None and checkpoint_paths(kept.path)[1].is_file():  # (a deleted copy: look again)
         return WeightsChoice(kept.path, kept.source, requested, kept.reason, kept.replay, kept.fallback)
-    choice = _look_on_this_machine(requested)
+    choice = _released_if_possible(requested)
     _AUTO_CHOICE[key] = choice
     return choice
 
 
-def _look_on_this_machine(requested: str) -> WeightsChoice:
-    from .hub import HubUnavailableError, locate_released
+def _released_if_possible(requested: str) -> WeightsChoice:
+    """The released weights (on this machine, else downloaded unless switched off), or the shipped checkpoint
+    with the reason, warned about once per process."""
+    from .hub import INSTALL_HINT, PREFETCH_HINT, HubUnavailableError, downloads_switched_off, locate_released
 
+    off = downloads_switched_off()
+    fix = PREFETCH_HINT
     try:
-        path, how = locate_released(download=False)
+        path, how = locate_released(download=off is None)
     except ImportError:
-        reason = "huggingface_hub is not installed (pip install 'autogluon_maya[hub]')"
+        reason, fix = f"huggingface_hub is not installed ({INSTALL_HINT})", f"run `{INSTALL_HINT}`"
     except HubUnavailableError as err:
-        reason = err.reason
+        reason = f"{err.reason}; {off}" if off and "not on this machine" in err.reason else err.reason
+    except Exception as err:  # "auto" never fails a fit for want of the released weights
+        reason = f"{type(err).__name__}: {err}"
     else:
         return WeightsChoice(path, RELEASED_SOURCE, requested, f"the authors' released weights: {how}", replay=HUB)
-    return WeightsChoice(SHIPPED_CHECKPOINT, SHIPPED_SOURCE, requested,
-                         f"the authors' released weights are not available ({reason})", replay=SHIPPED, fallback=True)
+    choice = WeightsChoice(SHIPPED_CHECKPOINT, SHIPPED_SOURCE, requested,
+                           f"the authors' released weights are not available ({reason})", replay=SHIPPED,
+                           fallback=True)
+    if reason not in _WARNED:
+        _WARNED.add(reason)
+        logger.warning(f"TabSwift: checkpoint_path={requested!r} uses the checkpoint shipped in the package: the "
+                       f"authors' released weights are not available ({reason}). To use them, {fix}.")
+    return choice
 
 
 def resolve_checkpoint(path: Any) -> Path:

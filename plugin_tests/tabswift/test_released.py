@@ -53,12 +53,14 @@ def _no_remembered_hub_failures():
 @pytest.fixture
 def nothing_cached(tmp_path, monkeypatch):
     """checkpoint_path="auto" on a machine with nothing to find: our cache and the hub's local cache empty,
-    $AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT and HF_HUB_OFFLINE unset, the hub a closed local port.  Returns the
-    hub's local cache folder."""
+    $AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT and HF_HUB_OFFLINE unset, downloads on, the hub a closed local port.
+    Returns the hub's local cache folder."""
     from huggingface_hub import constants
 
     monkeypatch.delenv("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    monkeypatch.setenv("AUTOGLUON_MAYA_HUB_DOWNLOAD", "1")
     monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("AUTOGLUON_MAYA_HUB_TIMEOUT", "2")
@@ -487,19 +489,23 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("case", ["HF_HUB_OFFLINE", "closed_port", "no_huggingface_hub"])
+@pytest.mark.parametrize("case", ["HF_HUB_OFFLINE", "downloads_off", "closed_port", "no_huggingface_hub"])
 def test_auto_falls_back_to_the_shipped_weights_within_seconds(nothing_cached, monkeypatch, case):
     import sys
 
     from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
     from autogluon_maya.tabswift.sources import choose_weights
 
-    expected = {"HF_HUB_OFFLINE": "LAMDA-Tabular/TabSwift/swift.ckpt is not on this machine; run "
-                                  "`autogluon-maya-prefetch`",
-                "closed_port": "LAMDA-Tabular/TabSwift/swift.ckpt is not on this machine; run `autogluon-maya-prefetch`",
+    expected = {"HF_HUB_OFFLINE": "HF_HUB_OFFLINE is set and LAMDA-Tabular/TabSwift/swift.ckpt is not in the local "
+                                  "Hugging Face hub cache",
+                "downloads_off": "LAMDA-Tabular/TabSwift/swift.ckpt is not on this machine; run "
+                                 "`autogluon-maya-prefetch`",
+                "closed_port": f"the model hub {CLOSED_PORT} is unreachable",
                 "no_huggingface_hub": "huggingface_hub is not installed"}[case]
     if case == "HF_HUB_OFFLINE":
         monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    elif case == "downloads_off":
+        monkeypatch.setenv("AUTOGLUON_MAYA_HUB_DOWNLOAD", "0")
     elif case == "no_huggingface_hub":
         monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # `import huggingface_hub` fails as if absent
     t0 = time.time()
@@ -547,16 +553,17 @@ class DeadHub:
         self.thread.join(5)
 
 
-def test_bagged_auto_fit_never_asks_the_hub_and_records_the_shipped_weights(nothing_cached, monkeypatch, caplog,
-                                                                           tmp_path):
+def test_bagged_auto_fit_with_downloads_off_never_asks_the_hub_and_records_the_shipped_weights(
+        nothing_cached, monkeypatch, caplog, tmp_path):
     """A 2-fold bag fits three models (two folds, then refit_folds' model on all rows), and refit_full one more:
-    "auto" with nothing on this machine takes the shipped weights in each without a single connection to the
-    hub (a listening port that counts them), the refits by name.  The log says which weights and why; the kept
-    models' info records source, sha256 and the decision they repeat."""
+    "auto" with nothing on this machine and downloads switched off takes the shipped weights in each without a
+    single connection to the hub (a listening port that counts them), the refits by name.  The log says which
+    weights and why; the kept models' info records source, sha256 and the decision they repeat."""
     from huggingface_hub import constants
 
     from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
 
+    monkeypatch.setenv("AUTOGLUON_MAYA_HUB_DOWNLOAD", "0")
     hub = DeadHub()
     monkeypatch.setattr(constants, "ENDPOINT", hub.url)
     df = _binary_frame(160)
@@ -707,13 +714,15 @@ def _serve_from(monkeypatch, url: str) -> None:
 
 def test_prefetch_downloads_once_and_auto_then_uses_the_released_weights_offline(nothing_cached, monkeypatch,
                                                                                  tmp_path, capsys):
-    """Before: "auto" takes the shipped weights and asks the hub nothing.  ``autogluon-maya-prefetch`` downloads
-    swift.ckpt (a local hub serves a stand-in written by the authors' module) in its own call and converts it;
-    the same process's next "auto" uses it, and so does one whose hub is then gone."""
+    """Before, with downloads switched off (an image built ahead of time): "auto" takes the shipped weights and
+    asks the hub nothing.  ``autogluon-maya-prefetch`` downloads swift.ckpt (a local hub serves a stand-in written
+    by the authors' module) in its own call and converts it; the same process's next "auto" uses it, and so does
+    one whose hub is then gone."""
     from autogluon_maya import prefetch_weights
     from autogluon_maya.tabswift.sources import prefetch_main as main
     from autogluon_maya.tabswift.sources import choose_weights, forget_auto_choice
 
+    monkeypatch.setenv("AUTOGLUON_MAYA_HUB_DOWNLOAD", "0")
     src = write_authors_ckpt(tmp_path / "swift.ckpt", seed=4)
     hub = SlowHub(body=src.read_bytes())
     _serve_from(monkeypatch, hub.url)
@@ -783,8 +792,8 @@ def test_a_released_file_that_is_not_the_pinned_one_is_refused(nothing_cached, m
     finally:
         if server is not None:
             server.close()
-    assert not (tmp_path / "cache" / "tabswift" / "hub").exists() or not any((tmp_path / "cache" / "tabswift" /
-                                                                               "hub").iterdir())
+    hub_folder = tmp_path / "cache" / "tabswift" / "hub"  # (the lock file of the download may be there)
+    assert not hub_folder.exists() or not [p for p in hub_folder.iterdir() if not p.name.endswith(".lock")]
     monkeypatch.setenv("AUTOGLUON_MAYA_RELEASED_SHA256", _sha256(changed))  # a user pins the file they audited
     forget_auto_choice()  # the refused file stayed in the hub's local cache: pinned now, it converts
     chosen = choose_weights("auto")

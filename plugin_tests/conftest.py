@@ -22,6 +22,10 @@ import pytest
 os.environ.setdefault("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", "shipped")
 
 import autogluon_maya  # noqa: E402,F401  (registers the models)
+
+# The suite fits bagged models beside whatever else runs on the machine: their Ray fold workers run at normal
+# priority (the package's opt-in; Ray's default niceness 15 starves them beside busy processes)
+autogluon_maya.ray_workers_at_normal_priority()
 from plugin_tests.resources import torch_threads_unchanged  # noqa: E402,F401  (autouse: a test must not leave the torch thread count changed)
 
 REPO = Path(__file__).resolve().parents[1]

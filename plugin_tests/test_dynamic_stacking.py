@@ -71,3 +71,38 @@ def test_hook_is_installed_once_and_ships_by_reference():
     assert not _registry._is_our_hook(hook.__wrapped__) and hook.__wrapped__ is _registry._original_dystack
     payload = cloudpickle.dumps(hook)  # what ray.remote(_dystack) exports: a reference, not AutoGluon's function
     assert b"autogluon_maya._registry" in payload and len(payload) < 300, payload
+
+
+def test_autogluons_private_dystack_still_has_the_signature_the_hook_passes_through():
+    """The hook replaces a private AutoGluon function (no public route makes a DyStack worker import a plugin):
+    when AutoGluon changes that function, this test fails by name instead of DyStack silently losing MAYA."""
+    import inspect
+
+    from autogluon.tabular.predictor import predictor as ag_predictor
+
+    from autogluon_maya import _registry
+
+    original = _registry._original_dystack
+    assert original is not None and original.__module__ == ag_predictor.__name__
+    assert tuple(inspect.signature(original).parameters) == _registry._DYSTACK_PARAMS, (
+        f"AutoGluon's _dystack changed signature: {inspect.signature(original)}")
+    assert "_dystack" in ag_predictor.TabularPredictor._sub_fit_memory_save_wrapper.__code__.co_names
+
+
+def test_a_changed_dystack_is_refused_with_a_warning(monkeypatch):
+    import warnings
+
+    from autogluon.tabular.predictor import predictor as ag_predictor
+
+    from autogluon_maya import _registry
+
+    def changed(predictor, train_data, time_limit, ds_fit_kwargs):  # a hypothetical new signature
+        return None
+
+    monkeypatch.setattr(ag_predictor, "_dystack", changed)
+    monkeypatch.setattr(_registry, "_original_dystack", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _registry.install_dystack_hook() is False
+    assert ag_predictor._dystack is changed
+    assert any("unexpected signature" in str(w.message) for w in caught)

@@ -2,119 +2,31 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import logging
 import os
-import sys
-import threading
-import time
 from typing import Any, Dict, Optional, Tuple
 
-logger = logging.getLogger(__name__)
-_STORAGE_PATCH = threading.RLock()
+from .fold_worker import fit_clock_start
 
-#: Set by the first fit of either model in this process: a worker that has fitted one already was started
-#: before that fit, so its start-up does not belong to the next.
-_FITTED_IN_THIS_PROCESS = False
-#: A fit deducts at most this share of its ``time_limit`` for the worker's start-up (a bound in case the
-#: hand-over time is wrong, e.g. clocks of two machines that disagree).
-MAX_STARTUP_SHARE = 0.5
+logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
-
-#: Ray starts its workers at niceness 15 (``RAY_worker_niceness``), and AutoGluon fits parallel folds in Ray
-#: workers: beside any normal-priority process a fold's worker then gets a few percent of a core.  With two busy
-#: processes on 2 cores, fold workers took 113 s to start and a bagged 40 s MAYA fit took 188 s.  The package
-#: sets the variable to 0 at import unless the user has set it; it must be set before AutoGluon starts Ray.
-RAY_NICENESS_ENV = "RAY_worker_niceness"
-
-
-def ray_workers_at_normal_priority() -> None:
-    os.environ.setdefault(RAY_NICENESS_ENV, "0")
-
-
-def in_ray_worker() -> bool:
-    """True inside a Ray worker process (where AutoGluon fits parallel folds)."""
-    ray = sys.modules.get("ray")
-    if ray is None:
-        return False
-    try:  # the runtime context (public API) holds the process's worker, whose mode tells driver from worker
-        return ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE
-    except Exception:  # a Ray version without these attributes: no deduction, as before
-        return False
-
-
-def process_start_time() -> float:
-    import psutil
-
-    return psutil.Process().create_time()
-
-
-@contextlib.contextmanager
-def storages_restored_on_cpu():
-    """While active, unpickled torch storages land on the CPU whatever device they were saved from."""
-    import torch
-    import torch.storage
-
-    def load_on_cpu(blob: bytes):
-        return torch.load(io.BytesIO(blob), map_location="cpu", weights_only=True)
-
-    with _STORAGE_PATCH:
-        real = torch.storage._load_from_bytes
-        torch.storage._load_from_bytes = load_on_cpu
-        try:
-            yield
-        finally:
-            torch.storage._load_from_bytes = real
+#: the file beside ``model.pkl`` that holds the weights of a model's torch module (see ``TorchPluginMixin.save``)
+MODULE_WEIGHTS_NAME = "module.safetensors"
 
 
 class TorchPluginMixin:
     """Mixed into ``AbstractTorchModel`` subclasses that declare ``seed_name``."""
 
-    # ---- the time a parallel fold worker spends starting up --------------------------------------------
-    # AutoGluon's parallel bagging computes each fold's ``time_limit`` in the driver, then starts the Ray
-    # fold workers; a fresh worker boots, imports AutoGluon, torch and this package and unpickles the model
-    # before ``_fit`` runs, and none of that is deducted (7.8 s with one busy process beside the fit on
-    # 2 cores, 10-20 s under heavier load).  An unfitted model records when it was pickled; the first fit in a
-    # Ray worker that received it from another process counts its budget from the later of that moment and
-    # the worker's own start (a worker started for a later batch of folds did not exist before).
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        if getattr(self, "model", None) is None:
-            state["_handed_over"] = (time.time(), os.getpid())
-        return state
-
-    def __setstate__(self, state):
-        sent = state.pop("_handed_over", None)
-        self.__dict__.update(state)
-        if sent is not None and sent[1] != os.getpid():
-            self._received = (sent[0], os.getpid())
-
-    def _fit_clock_start(self, time_limit: Optional[float], now: Optional[float] = None) -> float:
-        """The wall time this fit's ``time_limit`` counts from: now, or earlier by the start-up of the fold
-        worker it runs in (see above), by at most ``MAX_STARTUP_SHARE`` of the limit."""
-        global _FITTED_IN_THIS_PROCESS
-        now = time.time() if now is None else now
-        first, _FITTED_IN_THIS_PROCESS = not _FITTED_IN_THIS_PROCESS, True
-        received = getattr(self, "_received", None)
-        if (time_limit is None or not first or received is None or received[1] != os.getpid()
-                or not in_ray_worker()):
-            return now
-        handed_over = max(received[0], process_start_time())
-        start = max(now - MAX_STARTUP_SHARE * time_limit, min(now, handed_over))
-        logger.log(15, f"\tfold worker start-up: {now - start:.1f} s counted against the {time_limit:.1f} s limit")
-        return start
-
     _budget_clock = None  # the fit's clock in seconds; None: wall time (tests set a clock of their own)
 
     def _fit_budget(self, time_limit: Optional[float]):
-        """The fit's ``TimeBudget``: on wall time from ``_fit_clock_start``, or on ``_budget_clock`` where a test
-        set one (from that clock's now)."""
+        """The fit's ``TimeBudget``: on wall time from ``fold_worker.fit_clock_start`` (a parallel fold counts its
+        worker's start-up), or on ``_budget_clock`` where a test set one (from that clock's now)."""
         from .training import TimeBudget
 
         if self._budget_clock is not None:
             return TimeBudget(time_limit, clock=self._budget_clock)
-        return TimeBudget(time_limit, start=self._fit_clock_start(time_limit))
+        return TimeBudget(time_limit, start=fit_clock_start(time_limit))
 
     def _start_torch_fit(self, params: Dict[str, Any], num_cpus: int, num_gpus: float) -> Tuple[int, Any]:
         """Seed torch from AutoGluon's seed in ``params``, set the thread count (restored afterwards by
@@ -126,22 +38,56 @@ class TorchPluginMixin:
         torch.set_num_threads(max(1, int(num_cpus)))
         return seed, torch.device(self._resolve_fit_device(num_gpus=num_gpus))
 
+    # ---- saving: the module's weights apart from the pickle ---------------------------------------------
+    # A model whose ``self.model`` is a torch module (MAYA's fitted networks) saves the module's tensors in
+    # ``module.safetensors`` beside ``model.pkl`` and pickles the module with its tensors on torch's "meta"
+    # device (shapes only, no data).  The pickle then holds no torch storage, so no device: a model fitted on
+    # a GPU loads on a CPU-only machine, and the weights are read through safetensors (no pickle).  TabSwift
+    # keeps its network outside the pickle in the same way (``tabswift/model.py``).
+    def _module_saved_apart(self):
+        import sys
+
+        torch = sys.modules.get("torch")
+        module = getattr(self, "model", None)
+        if torch is None or not isinstance(module, torch.nn.Module) or not module.state_dict():
+            return None
+        return module
+
+    def save(self, path: Optional[str] = None, verbose: bool = True) -> str:
+        module = self._module_saved_apart()
+        if module is None:
+            return super().save(path=path, verbose=verbose)
+        from autogluon.core.models import AbstractModel
+        from safetensors.torch import save_file
+
+        state = {k: v.detach().to("cpu", copy=True).contiguous() for k, v in module.state_dict().items()}
+        device = next(iter(module.state_dict().values())).device
+        module.to("meta")
+        try:  # AbstractModel's save: the torch wrapper's move to the CPU has no tensor to move here
+            path = AbstractModel.save(self, path=path, verbose=verbose)
+        finally:
+            module.to_empty(device=device)
+            module.load_state_dict(state)
+        save_file(state, os.path.join(path, MODULE_WEIGHTS_NAME))
+        return path
+
     @classmethod
     def load(cls, path: str, reset_paths: bool = True, verbose: bool = True):
-        """AutoGluon's load, with every torch storage in the pickle restored on the CPU when this machine
-        has no CUDA device.
+        """AutoGluon's load; a module saved apart (``save``) gets its weights back from ``module.safetensors``,
+        on the device it was fitted on where this machine has it, else on the CPU."""
+        from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorchModel
 
-        A model fitted on a GPU is moved to the CPU before saving, but a tensor the move does not reach
-        (a cached state, a buffer kept outside the modules) would be pickled with its ``cuda:0`` location,
-        and plain unpickling then fails on a CPU-only machine ("Attempting to deserialize object on a CUDA
-        device").  Torch pickles a storage as ``torch.storage._load_from_bytes(bytes)``; during this load
-        that function is replaced by one that maps it to the CPU, weights only."""
-        import torch
+        weights = os.path.join(path, MODULE_WEIGHTS_NAME)
+        if not os.path.isfile(weights):  # nothing saved apart (TabSwift; a model saved by an older version)
+            return super().load(path=path, reset_paths=reset_paths, verbose=verbose)
+        from safetensors.torch import load_file
 
-        if torch.cuda.is_available():
-            return super().load(path=path, reset_paths=reset_paths, verbose=verbose)
-        with storages_restored_on_cpu():
-            return super().load(path=path, reset_paths=reset_paths, verbose=verbose)
+        model = super(AbstractTorchModel, cls).load(path=path, reset_paths=reset_paths, verbose=verbose)
+        device = model.suggest_device_infer(verbose=verbose)
+        model.model.to_empty(device=device)
+        model.model.load_state_dict(load_file(weights, device=device))
+        model.device = device
+        return model
 
     # ---- the prior: what a fit must beat ----------------------------------------------------------------
     # A network that stopped early (too little time for the table) or a pretrained one that does not suit the

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchlib import tables
+from benchlib.tables import common, ensemble_benchmark, experiments
 from benchlib.repo import find_repo
 
 REPO = Path(__file__).resolve().parents[2]
@@ -86,13 +87,13 @@ def test_a_candidate_pair_names_each_seed_and_pairs_rows_of_the_same_seed(tmp_pa
     (tmp_path / "f").mkdir()
     (tmp_path / "f" / "results.jsonl").write_text("\n".join(json.dumps(r) for r in [
         row(0, False, 0.91), row(0, True, 0.92), row(1, True, 0.94), row(1, False, 0.93)]))
-    monkeypatch.setattr(tables, "RESULTS", tmp_path)
-    tables.rows.cache_clear()
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    common.rows.cache_clear()
     try:
-        both = tables.ensemble_pair("f", "f", candidate=True, seeds=(0, 1))
-        one = tables.ensemble_pair("f", "f", candidate=True, seeds=(1,))
+        both = experiments.ensemble_pair("f", "f", candidate=True, seeds=(0, 1))
+        one = experiments.ensemble_pair("f", "f", candidate=True, seeds=(1,))
     finally:
-        tables.rows.cache_clear()
+        common.rows.cache_clear()
     assert "| letter, seed 0 | 0.9100 → 0.9200 |" in both and "| letter, seed 1 | 0.9300 → 0.9400 |" in both
     assert "| letter | 0.9300 → 0.9400 |" in one and "seed" not in one.split("\n", 2)[2]
 
@@ -107,8 +108,8 @@ def _ensemble_folder(tmp_path, monkeypatch, scores):
              for (d, s), by_config in scores.items() for c, v in by_config.items()]
     (tmp_path / "two").mkdir()
     (tmp_path / "two" / "results.jsonl").write_text("\n".join(lines))
-    monkeypatch.setattr(tables, "RESULTS", tmp_path)
-    tables.rows.cache_clear()
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    common.rows.cache_clear()
 
 
 def test_two_seed_tables_average_seeds_and_judge_targets_only_when_complete(tmp_path, monkeypatch):
@@ -119,12 +120,12 @@ def test_two_seed_tables_average_seeds_and_judge_targets_only_when_complete(tmp_
               ("b", 0): {"gbdt": 0.50, "ours": 0.60}}                   # no ag_dl: not counted
     _ensemble_folder(tmp_path, monkeypatch, scores)
     try:
-        per_table = tables.ensemble_two_seeds("two")
-        targets = tables.ensemble_two_seeds_targets("two")
-        monkeypatch.setattr(tables, "TWO_SEED_PAIRS", 2)  # as if these two pairs were the whole benchmark
-        judged = tables.ensemble_two_seeds_targets("two")
+        per_table = ensemble_benchmark.ensemble_two_seeds("two")
+        targets = ensemble_benchmark.ensemble_two_seeds_targets("two")
+        monkeypatch.setattr(ensemble_benchmark, "TWO_SEED_PAIRS", 2)  # as if these two pairs were the whole benchmark
+        judged = ensemble_benchmark.ensemble_two_seeds_targets("two")
     finally:
-        tables.rows.cache_clear()
+        common.rows.cache_clear()
     assert "| a, accuracy | 0, 1 | 0.8500 | 0.8500 | **0.8700** | +5.00 % | +10.00 % |" in per_table
     assert "| b," not in per_table
     ours = next(line for line in targets.splitlines() if line.startswith("| + MAYA + TabSwift vs trees"))
@@ -142,12 +143,12 @@ def test_all_configurations_table_gives_median_worst_and_without_best(tmp_path, 
               ("b", 0): {"ag_dl": 0.80, "all": 0.79}, ("c", 0): {"ag_dl": 0.60, "all": 0.60, "gbdt": 0.60}}
     _ensemble_folder(tmp_path, monkeypatch, scores)
     try:
-        partial = tables.ensemble_all_targets("two")
-        monkeypatch.setattr(tables, "TWO_SEED_PAIRS", 4)  # as if these four pairs were the whole benchmark
-        judged = tables.ensemble_all_targets("two")
-        fits = tables.ensemble_all_fits("two")
+        partial = ensemble_benchmark.ensemble_all_targets("two")
+        monkeypatch.setattr(ensemble_benchmark, "TWO_SEED_PAIRS", 4)  # as if these four pairs were the whole benchmark
+        judged = ensemble_benchmark.ensemble_all_targets("two")
+        fits = ensemble_benchmark.ensemble_all_fits("two")
     finally:
-        tables.rows.cache_clear()
+        common.rows.cache_clear()
     line = next(x for x in partial.splitlines() if x.startswith("| every family vs + TabM + RealMLP"))
     assert "3 of 4 (≥ 16: 4 of 24 measured)" in line and "+8.75 %" in line and "+10.00 %" in line
     assert "-5.00 % (b)" in line and "-2.50 % (without a)" in line
@@ -175,12 +176,12 @@ def test_an_added_model_is_judged_on_the_final_validation_error(tmp_path, monkey
                          ("cand", [row("a", True, 0.84, 0.25), row("c", True, 0.80)])):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "results.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
-    monkeypatch.setattr(tables, "RESULTS", tmp_path)
-    tables.rows.cache_clear()
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    common.rows.cache_clear()
     try:
-        out = tables.ensemble_extra("base", "cand", "Maya_plr_BAG_L1")
+        out = experiments.ensemble_extra("base", "cand", "Maya_plr_BAG_L1")
     finally:
-        tables.rows.cache_clear()
+        common.rows.cache_clear()
     assert "| a, seed 0 | 0.8000 → 0.8400 | 0.7500 → 0.7900 | 0.8100 | 44 | 0.25 | 120 → 200 |" in out
     assert "| b, seed 0" not in out
     assert "better / level / worse** | 1 / 1 / 0 |" in out and "| +10.00 % |" in out  # (20 % + 0 %) / 2
@@ -218,12 +219,12 @@ def test_two_seed_level1_compares_maya_with_realmlp_and_reads_the_final_weights(
     ]
     (tmp_path / "two").mkdir()
     (tmp_path / "two" / "results.jsonl").write_text("\n".join(json.dumps(r) for r in lines))
-    monkeypatch.setattr(tables, "RESULTS", tmp_path)
-    tables.rows.cache_clear()
+    monkeypatch.setattr(common, "RESULTS", tmp_path)
+    common.rows.cache_clear()
     try:
-        out = tables.ensemble_two_seeds_level1("two").splitlines()
+        out = ensemble_benchmark.ensemble_two_seeds_level1("two").splitlines()
     finally:
-        tables.rows.cache_clear()
+        common.rows.cache_clear()
     assert out[2] == "| a, seed 0 | 0.8200 (CatBoost) | 0.8400 | 0.8300 | 0.8500 | 0.8100 | 0.60 / 0.00 | 1.00 |"
     assert out[3] == "| a, seed 1 | 0.8000 (LightGBM) | 0.7000 | 0.7500 | — | 0.8500 | 0.50 / 0.50 | 0.00 |"
     assert out[4] == "| r, seed 0 ↓ | 2.9000 (XGBoost) | 2.0000 | 2.0000 | — | 3.5000 | 0.00 / 1.00 | 0.00 |"
@@ -237,11 +238,11 @@ def test_final_weights_name_the_level_two_models_instead_of_calling_them_trees_o
     def row(weights):
         return {"best_model": "WeightedEnsemble_L3", "weights": {"WeightedEnsemble_L3": weights}}
 
-    assert tables.final_weight_text(row({"CatBoost_BAG_L2": 0.04, "XGBoost_BAG_L2": 0.96})) == "trees L2 1.00"
-    assert tables.final_weight_text(row({"XGBoost_BAG_L1": 0.06, "RealMLP_BAG_L2": 0.94})) == "RealMLP L2 0.94"
+    assert ensemble_benchmark.final_weight_text(row({"CatBoost_BAG_L2": 0.04, "XGBoost_BAG_L2": 0.96})) == "trees L2 1.00"
+    assert ensemble_benchmark.final_weight_text(row({"XGBoost_BAG_L1": 0.06, "RealMLP_BAG_L2": 0.94})) == "RealMLP L2 0.94"
     mixed = {"LightGBM_BAG_L1": 0.2, "Maya_BAG_L1": 0.2, "Maya_BAG_L2": 0.2, "CatBoost_BAG_L2": 0.4}
-    assert tables.final_weight_text(row(mixed)) == "MAYA 0.20, MAYA L2 0.20, trees L2 0.40"
-    assert tables.final_weight_text(row({"LightGBM_BAG_L1": 0.5, "CatBoost_BAG_L1_FULL": 0.5})) == "trees only"
+    assert ensemble_benchmark.final_weight_text(row(mixed)) == "MAYA 0.20, MAYA L2 0.20, trees L2 0.40"
+    assert ensemble_benchmark.final_weight_text(row({"LightGBM_BAG_L1": 0.5, "CatBoost_BAG_L1_FULL": 0.5})) == "trees only"
 
 
 def test_all_configurations_per_table_averages_only_seeds_with_all_four(tmp_path, monkeypatch):
@@ -252,9 +253,9 @@ def test_all_configurations_per_table_averages_only_seeds_with_all_four(tmp_path
               ("b", 0): {"gbdt": 0.70, "ours": 0.70, "ag_dl": 0.70}}
     _ensemble_folder(tmp_path, monkeypatch, scores)
     try:
-        per_table = tables.ensemble_all_per_table("two")
+        per_table = ensemble_benchmark.ensemble_all_per_table("two")
     finally:
-        tables.rows.cache_clear()
+        common.rows.cache_clear()
     assert "| a, accuracy | 0 | 0.9000 | 0.9200 | 0.9500 | **0.9600** | +20.00 % | -60.00 % | +20.00 % |" in per_table
     assert "| b," not in per_table
 
@@ -264,8 +265,8 @@ def test_a_report_table_is_the_one_under_its_heading_in_order(tmp_path):
     report = tmp_path / "results.md"
     report.write_text("# Title\n\n| a |\n|---|\n| 0 |\n\n## Leaderboard\n\ntext\n\n| b |\n|---|\n| 1 |\n\n"
                       "## Ensembles\n\n| c |\n|---|\n| 2 |\n\nmore text\n\n| d |\n|---|\n| 3 |\n")
-    assert tables.report_table(report, "Leaderboard") == "| b |\n|---|\n| 1 |\n"
-    assert tables.report_table(report, "Ensembles", 1) == "| d |\n|---|\n| 3 |\n"
-    assert tables.report_table(report) == "| a |\n|---|\n| 0 |\n"
+    assert common.report_table(report, "Leaderboard") == "| b |\n|---|\n| 1 |\n"
+    assert common.report_table(report, "Ensembles", 1) == "| d |\n|---|\n| 3 |\n"
+    assert common.report_table(report) == "| a |\n|---|\n| 0 |\n"
     with pytest.raises(KeyError, match="no table 2 under '## Ensembles'"):
-        tables.report_table(report, "Ensembles", 2)
+        common.report_table(report, "Ensembles", 2)

@@ -14,7 +14,7 @@ A script run as ``python examples/benchmarks/X.py`` has this folder's parent fir
 ``ensemble`` report logic of the GBDT / + MAYA + TabSwift / + TabM + RealMLP ensemble benchmark.
 ``fit_clock`` an AutoGluon callback recording each model's wall-clock fit time.
 ``provenance`` the git commits every result row records (which code ran it).
-``tables``   the results tables of README.md and docs/*.md (``examples/benchmarks/results_tables.py``).
+``tables``   the results tables of README.md and docs/*.md, one module per document (``results_tables.py``).
 ``repo``     the repository checkout these helpers sit in.
 
 Only ``results`` and ``stats`` are imported here: the rest pulls in matplotlib or AutoGluon.

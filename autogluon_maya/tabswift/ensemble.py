@@ -26,8 +26,7 @@ columns (1,024 context rows, 800 queries, 2 draws; informative columns alone: 0.
 - ``"subsets"``: each member its own random subset of F_max columns (the first F_max entries of its
   Latin-square row).  0.608 / 0.621 -- each member sees ~12 informative columns in 100, and the
   shipped prior does not ignore 88 noise columns.
-- ``"pca"``: F_max principal components (the previous behaviour).  0.679 / 0.708 -- the noise
-  directions survive the projection.
+- ``"pca"``: F_max principal components.  0.679 / 0.708 -- the noise directions survive the projection.
 
 Classification: a member with shift k feeds labels (y + k) mod C; its output column j then belongs to
 original class (j - k) mod C and is rolled back.  Members return log-probabilities; averaging them and

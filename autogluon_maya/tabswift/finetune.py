@@ -9,7 +9,7 @@ members, for speed); the best weights (the pretrained ones count as step 0) are 
 never ends worse than zero-shot on that validation check.
 
 Fine-tuning only trains the backbone and the final heads, and marks the early-exit heads stale
-(``TabSwiftNetwork.exit_heads_stale``: the engine refuses to exit with them); ``retrain_exit_heads``
+(``TabSwiftNetwork.exit_heads_stale``: the engine refuses to exit with them); ``exit_heads.retrain_exit_heads``
 then refits them to the new backbone (backbone frozen), so τ keeps meaning what it meant, and clears
 the mark.  Heads still stale at the end of a fit -- no τ, ``fine_tune_exit_steps=0``, no time left --
 are dropped (``TabSwiftNetwork.drop_exit_heads``): retraining heads nobody uses costs as much as
@@ -38,7 +38,6 @@ import torch
 import torch.nn.functional as F
 
 from .engine import target_scale
-from .losses import EXIT_TOLERANCE, exit_targets, task_loss
 from .ensemble import TabSwiftEnsemble, shift_labels
 from .network import CLASSIFICATION
 
@@ -130,6 +129,39 @@ def episode_loss(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int, dev
     return F.mse_loss(pred, target) + F.l1_loss(pred, target)
 
 
+def _train_step(ens: TabSwiftEnsemble, opt: Adam, params, rng: np.random.Generator, rows: int,
+                episodes_per_step: int, lr: float) -> None:
+    """One optimizer step on the mean loss of ``episodes_per_step`` episodes, gradients clipped to norm 1."""
+    net = ens.network
+    net.train()
+    opt.zero_grad()
+    device = net.registers.device
+    loss = sum(episode_loss(ens, rng, rows, device) for _ in range(episodes_per_step)) / episodes_per_step
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    opt.lr = lr
+    opt.step()
+
+
+def _validate(ens: TabSwiftEnsemble, score_fn: Callable[[], float], clock) -> Tuple[float, float]:
+    """(the validation score of the weights as they are now, the seconds it took); cached contexts are stale."""
+    ens.network.eval()
+    ens.clear_cache()
+    t0 = clock()
+    score = score_fn()
+    return score, clock() - t0
+
+
+def _score_pretrained(score_fn, initial_score: Optional[Tuple[float, float]], clock) -> Tuple[float, float]:
+    """(step 0's score, a validation pass's seconds, re-measured at each pass): the caller's measurement where it
+    has one; -inf without validation."""
+    if initial_score is not None and score_fn is not None:
+        return initial_score
+    t_eval = clock()
+    score0 = score_fn() if score_fn else float("-inf")
+    return score0, clock() - t_eval
+
+
 def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], steps: int, lr: float,
               episodes_per_step: int, rows: int, eval_every: int, patience: int, seed: int,
               deadline: Optional[float] = None, schedule_steps: Optional[int] = None,
@@ -144,61 +176,49 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
     ``initial_score``: ``(score, seconds)`` of ``score_fn`` on the pretrained weights when the caller
     has just measured it, so step 0 is not scored twice."""
     net = ens.network
-    device = net.registers.device
     if ens.task == CLASSIFICATION and ens.n_classes_ > net.config.max_classes:
         logger.log(20, f"\tTabSwift: fine-tuning skipped: {ens.n_classes_} classes > C_max="
                        f"{net.config.max_classes} (the hierarchy runs on group labels)")
         return {"fine_tune_steps": 0, "best_step": 0, "skipped": "too many classes"}
     rng = np.random.default_rng(seed)
-    if score_fn is None:
-        eval_every = steps + 1
-    if initial_score is not None and score_fn is not None:
-        score0, t_eval = initial_score
-    else:
-        t_eval = clock()
-        score0 = score_fn() if score_fn else float("-inf")
-        t_eval = clock() - t_eval  # a validation pass's duration, re-measured at each pass
+    eval_every = steps + 1 if score_fn is None else eval_every
+    score0, t_eval = _score_pretrained(score_fn, initial_score, clock)
     # step 0 counts: a later step is kept only if it scores strictly better than the pretrained weights
     best = {"score": score0, "step": 0, "state": copy.deepcopy(net.state_dict())}
-    t_step = max(0.0, float(first_step_seconds))
-    history = [(0, best["score"])]
+    t_step, history, t0 = max(0.0, float(first_step_seconds)), [(0, score0)], clock()
     params = [p for n, p in net.named_parameters() if not n.startswith(("layer_heads", "exit_heads"))]
-    opt = Adam(params, lr=lr)
-    horizon = max(1, schedule_steps or steps)
-    bad, step, t0 = 0, 0, clock()
-    stop_reason = "steps"
+    opt, horizon = Adam(params, lr=lr), max(1, schedule_steps or steps)
+    bad, step, stop_reason = 0, 0, "steps"
     for step in range(1, steps + 1):
         # a step (and the validation pass due after it) must end by the deadline, not merely start before
         # it: in a 2-fold bag a pass begun at the deadline pushes the first fold past half the bag's
         # limit, and AutoGluon then skips the whole bag
         due = score_fn is not None and (step % eval_every == 0 or step == steps)
         if deadline is not None and clock() + t_step + (t_eval if due else 0.0) > deadline:
-            stop_reason = "time"
-            step -= 1
+            stop_reason, step = "time", step - 1
             break
         t_start = clock()
-        net.train()
-        opt.zero_grad()
-        loss = sum(episode_loss(ens, rng, rows, device) for _ in range(episodes_per_step)) / episodes_per_step
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        opt.lr = cosine_lr(lr, step, horizon)
-        opt.step()
+        _train_step(ens, opt, params, rng, rows, episodes_per_step, cosine_lr(lr, step, horizon))
         t_step = clock() - t_start
-        if due:
-            net.eval()
-            ens.clear_cache()  # weights changed: cached contexts are stale
-            t0_eval = clock()
-            score = score_fn()
-            t_eval = clock() - t0_eval
-            history.append((step, score))
-            if score > best["score"]:
-                best, bad = {"score": score, "step": step, "state": copy.deepcopy(net.state_dict())}, 0
-            else:
-                bad += 1
-                if bad >= patience:
-                    stop_reason = "early_stopping"
-                    break
+        if not due:
+            continue
+        score, t_eval = _validate(ens, score_fn, clock)
+        history.append((step, score))
+        if score > best["score"]:
+            best, bad = {"score": score, "step": step, "state": copy.deepcopy(net.state_dict())}, 0
+            continue
+        bad += 1
+        if bad >= patience:
+            stop_reason = "early_stopping"
+            break
+    return _finish(ens, score_fn, best, step, history, stop_reason, lambda: clock() - t0)
+
+
+def _finish(ens: TabSwiftEnsemble, score_fn, best: Dict, step: int, history, stop_reason: str,
+            elapsed: Callable[[], float]) -> Dict:
+    """Keep the best step's weights (a run without validation keeps its last step), mark the exit heads stale
+    when the backbone moved, and summarize (``elapsed``: the seconds since fine-tuning began, read last)."""
+    net = ens.network
     if score_fn is None:
         best["step"] = step
     else:
@@ -209,7 +229,7 @@ def fine_tune(ens: TabSwiftEnsemble, score_fn: Optional[Callable[[], float]], st
     ens.clear_cache()
     return {"fine_tune_steps": step, "best_step": best["step"], "best_val_score": best["score"],
             "zero_shot_val_score": history[0][1], "history": history, "stop_reason": stop_reason,
-            "fine_tune_seconds": clock() - t0}
+            "fine_tune_seconds": elapsed()}
 
 
 #: fine_tune="auto": the estimated cost of the minimum useful fine-tuning is multiplied by this before it is
@@ -302,24 +322,9 @@ def fine_tune_auto(ens: TabSwiftEnsemble, score_fn: Callable[[], float], full_sc
     Returns ``{"decision": {...}}`` (what the model records in its info) and fine-tuning's summary when it
     ran; ``decision["fine_tuned"]`` says whether the network now holds fine-tuned weights."""
     net = ens.network
-    steps, eval_every = schedule.steps, schedule.eval_every
-    deadline, check_deadline, first_step_seconds = deadlines
-    n_classes = ens.n_classes_ if ens.task == CLASSIFICATION else None
-    min_steps = min(int(min_steps), int(steps))  # a run asked for fewer steps needs time for those only
     decision: Dict = {"requested": "auto", "fine_tuned": False, "steps_run": 0, "best_step": 0,
                       "zero_shot_val_score": None, "fine_tuned_val_score": None}
-
-    def rule(**measured) -> Dict:
-        found = auto_rule(has_val=True, n_classes=n_classes, max_classes=net.config.max_classes,
-                          context_rows=len(ens.y_context_), min_steps=min_steps, eval_every=int(eval_every),
-                          seconds_left=None if deadline is None else deadline - clock(),
-                          step_seconds=float(first_step_seconds), **measured)
-        go = found.pop("fine_tune")
-        decision.update(rule=found.pop("rule"), reason=found.pop("reason"))
-        if found:
-            decision["estimate"] = found
-        return go
-
+    rule = _auto_rule_now(ens, schedule, deadlines, min(int(min_steps), int(schedule.steps)), decision, clock)
     if not rule():  # nothing measured yet: no validation pass is spent on a fit that can not fine-tune
         return {"decision": decision}
     t0 = clock()
@@ -330,9 +335,9 @@ def fine_tune_auto(ens: TabSwiftEnsemble, score_fn: Callable[[], float], full_sc
     if not rule(eval_seconds=full_seconds * min(1.0, eval_share), check_seconds=0.0 if whole else full_seconds):
         return {"decision": decision}
 
-    pretrained, stale = copy.deepcopy(net.state_dict()), net.exit_heads_stale
-    result = fine_tune(ens, score_fn, **schedule._asdict(), deadline=deadline,
-                       first_step_seconds=first_step_seconds, clock=clock,
+    pretrained = (copy.deepcopy(net.state_dict()), net.exit_heads_stale)
+    result = fine_tune(ens, score_fn, **schedule._asdict(), deadline=deadlines.fine_tune,
+                       first_step_seconds=deadlines.first_step_seconds, clock=clock,
                        initial_score=(zero, full_seconds) if whole else None)
     decision.update(steps_run=int(result["fine_tune_steps"]), best_step=int(result["best_step"]),
                     stop_reason=result["stop_reason"])
@@ -342,109 +347,58 @@ def fine_tune_auto(ens: TabSwiftEnsemble, score_fn: Callable[[], float], full_sc
         return {**result, "decision": decision}
     if whole:
         tuned = float(result["best_val_score"])
-    elif check_deadline is None or clock() + full_seconds <= check_deadline:
+    elif deadlines.check is None or clock() + full_seconds <= deadlines.check:
         tuned = float(full_score_fn())
     else:  # no time to score the whole ensemble again: the subset's verdict stands
         tuned = None
     decision["fine_tuned_val_score"] = tuned
+    return _keep_or_restore(ens, result, decision, tuned, zero, pretrained)
+
+
+def _auto_rule_now(ens: TabSwiftEnsemble, schedule: Schedule, deadlines: Deadlines, min_steps: int,
+                   decision: Dict, clock) -> Callable[..., bool]:
+    """``auto_rule`` for this ensemble and schedule with the time left now; it writes its rule and reason (and the
+    estimate a time rule used) into ``decision``.  ``min_steps``: at most the steps asked for (a run asked for
+    fewer steps needs time for those only)."""
+    n_classes = ens.n_classes_ if ens.task == CLASSIFICATION else None
+
+    def rule(**measured) -> bool:
+        found = auto_rule(has_val=True, n_classes=n_classes, max_classes=ens.network.config.max_classes,
+                          context_rows=len(ens.y_context_), min_steps=min_steps, eval_every=int(schedule.eval_every),
+                          seconds_left=None if deadlines.fine_tune is None else deadlines.fine_tune - clock(),
+                          step_seconds=float(deadlines.first_step_seconds), **measured)
+        go = found.pop("fine_tune")
+        decision.update(rule=found.pop("rule"), reason=found.pop("reason"))
+        if found:
+            decision["estimate"] = found
+        return go
+
+    return rule
+
+
+def _keep_or_restore(ens: TabSwiftEnsemble, result: Dict, decision: Dict, tuned: Optional[float], zero: float,
+                     pretrained: Tuple[dict, bool]) -> Dict:
+    """The fine-tuned weights stay where the whole ensemble validates better with them (``tuned`` > ``zero``) or
+    could not be scored again (``tuned`` None); otherwise the ``pretrained`` weights and stale mark come back."""
+    net, best = ens.network, result["best_step"]
     if tuned is None:
         decision["fine_tuned"] = True
-        decision["reason"] += (f"; best step {result['best_step']} beat the pretrained weights on the validation "
+        decision["reason"] += (f"; best step {best} beat the pretrained weights on the validation "
                                f"check's members (no time left to score the whole ensemble): fine-tuned kept")
     elif tuned > zero:
         decision["fine_tuned"] = True
-        decision["reason"] += (f"; best step {result['best_step']} validates at {tuned:.6g} against zero-shot "
+        decision["reason"] += (f"; best step {best} validates at {tuned:.6g} against zero-shot "
                                f"{zero:.6g}: fine-tuned kept")
     else:
-        net.load_state_dict(pretrained)
-        net.exit_heads_stale = stale
+        net.load_state_dict(pretrained[0])
+        net.exit_heads_stale = pretrained[1]
         ens.clear_cache()
-        decision["reason"] += (f"; best step {result['best_step']} improved the validation check's members but "
+        decision["reason"] += (f"; best step {best} improved the validation check's members but "
                                f"the whole ensemble validates at {tuned:.6g} against zero-shot {zero:.6g}: "
                                f"zero-shot kept")
         return {**result, "best_step": 0, "decision": decision}  # the step whose weights the network holds
     return {**result, "decision": decision}
 
 
-EXIT_LR = 1e-3            # per-layer and exit heads only (pretraining stage 3 uses the same peak rate)
-
-
-def exit_episode_loss(ens: TabSwiftEnsemble, rng: np.random.Generator, rows: int, device) -> Dict[str, torch.Tensor]:
-    """Stage-3 loss on one episode of the user's rows: each exit layer's prediction head gets the task
-    loss, each exit head a BCE on "this layer already agrees with the final layer" (``losses``: the same per-layer
-    task loss and agreement targets as pretraining stage 3)."""
-    xs, ys, xq, yq = _episode(ens, rng, rows)
-    net = ens.network
-    t = lambda a, dt=torch.float32: torch.as_tensor(a, dtype=dt, device=device)  # noqa: E731
-    if ens.task == CLASSIFICATION:
-        n_classes = torch.tensor([ens.n_classes_], device=device)
-        out = net(t(xs), t(ys, torch.long), t(xq), CLASSIFICATION, return_layers=True)
-        target = t(yq, torch.long)
-    else:
-        n_classes = torch.tensor([0], device=device)
-        mean, std = target_scale(ys)
-        out = net(t(xs), t((ys - mean) / std), t(xq), ens.task, return_layers=True)
-        target = t((yq - mean) / std)
-    # one episode is a batch of one task for the shared losses
-    layers = [p.unsqueeze(0) for p in out.layer_predictions]
-    head = [sum(task_loss(p, target.unsqueeze(0), ens.task, n_classes).values()) for p in layers]
-    agree = [a[0] for a in exit_targets(layers, out.prediction.detach().unsqueeze(0), ens.task, n_classes,
-                                        EXIT_TOLERANCE)]
-    bce = [F.binary_cross_entropy_with_logits(s.float(), a) for s, a in zip(out.exit_logits, agree)]
-    return {"loss": torch.stack(head).mean() + torch.stack(bce).mean(),
-            "agreement": torch.stack([a.mean() for a in agree]).mean()}
-
-
-def retrain_exit_heads(ens: TabSwiftEnsemble, steps: int, episodes_per_step: int, rows: int, seed: int,
-                       deadline: Optional[float] = None, lr: float = EXIT_LR, first_step_seconds: float = 0.0,
-                       clock: Callable[[], float] = time.time) -> Dict:
-    """Train the per-layer prediction heads and the exit heads on episodes from the training rows,
-    backbone frozen (pretraining stage 3 in miniature): after fine-tuning, or on heads just added to a
-    checkpoint that has none (``TabSwiftNetwork.add_exit_heads``, e.g. the authors' released weights).
-
-    Why: fine-tuning moves the backbone, so heads calibrated on the pretrained hidden states would read
-    states they were never trained on -- an exit decision could then stop a query at a layer whose head
-    predicts badly.  The backbone's weights are exactly unchanged by this function.  A step starts only
-    if it ends by ``deadline`` (on ``clock``), judged by the last step's duration
-    (``first_step_seconds`` before the first).  At least one step clears ``network.exit_heads_stale``;
-    none leaves it as it was (the caller drops stale heads)."""
-    net = ens.network
-    device = net.registers.device
-    heads = [p for m in (net.layer_heads, net.exit_heads) for p in m.parameters()]
-    if not heads or steps < 1:
-        return {"exit_retrain_steps": 0}
-    trainable = {name: p.requires_grad for name, p in net.named_parameters()}
-    for p in net.parameters():
-        p.requires_grad_(False)
-    for p in heads:
-        p.requires_grad_(True)
-    opt = Adam(heads, lr=lr)
-    rng = np.random.default_rng(seed + 7919)  # other episodes than fine-tuning drew
-    t0, done, agreement = clock(), 0, float("nan")
-    t_step = max(0.0, float(first_step_seconds))
-    try:
-        net.train()
-        for step in range(1, steps + 1):
-            if deadline is not None and clock() + t_step > deadline:
-                break
-            t_start = clock()
-            opt.zero_grad()
-            parts = [exit_episode_loss(ens, rng, rows, device) for _ in range(episodes_per_step)]
-            (sum(p["loss"] for p in parts) / len(parts)).backward()
-            torch.nn.utils.clip_grad_norm_(heads, 1.0)
-            opt.step()
-            done, agreement = step, float(sum(p["agreement"] for p in parts) / len(parts))
-            t_step = clock() - t_start
-    finally:
-        for name, p in net.named_parameters():
-            p.requires_grad_(trainable[name])
-        net.eval()
-        ens.clear_cache()
-    if done:  # trained on this backbone now, however briefly: the fit's validation check judges them
-        net.exit_heads_stale = False
-    return {"exit_retrain_steps": done, "exit_retrain_seconds": clock() - t0,
-            "exit_retrain_last_agreement": agreement}
-
-
-__all__ = ["AUTO_MARGIN", "Adam", "auto_rule", "cosine_lr", "episode_loss", "episode_probe", "exit_episode_loss",
-           "fine_tune", "fine_tune_auto", "retrain_exit_heads"]
+__all__ = ["AUTO_MARGIN", "Adam", "Deadlines", "Schedule", "auto_rule", "cosine_lr", "episode_loss", "episode_probe",
+           "fine_tune", "fine_tune_auto"]

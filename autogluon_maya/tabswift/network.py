@@ -280,7 +280,7 @@ class TabSwiftNetwork(nn.Module):
     def add_exit_heads(self) -> None:
         """Give a network without early exit (e.g. the authors' released weights) freshly initialized
         per-layer and exit heads, on its device.  They are marked stale until trained on this backbone
-        (``finetune.retrain_exit_heads``): untrained heads must not decide exits."""
+        (``exit_heads.retrain_exit_heads``): untrained heads must not decide exits."""
         if self.n_exit_layers:
             raise ValueError("the network already has exit heads")
         self.config = replace(self.config, early_exit=True)

@@ -81,7 +81,16 @@ class RowPreprocessor:
         return self.fit(X).transform(X)
 
     def fit(self, X) -> "RowPreprocessor":
-        X = _as_frame(X)
+        """Encode, drop constant columns, (authors' style: reduce wide tables), standardize, optionally
+        Yeo-Johnson, bound outliers, and project onto ``max_features`` principal components where wider."""
+        raw = self._fit_encoding(_as_frame(X))
+        z = self._fit_scaling(self._fit_reducer(raw))
+        self._fit_bounds(z)
+        self.n_features_out_ = self._fit_pca(self._clip(z))
+        return self
+
+    def _fit_encoding(self, X: pd.DataFrame) -> np.ndarray:
+        """The encoder (categories in an order-invariant order) and the columns kept: the non-constant ones."""
         if X.shape[1] == 0:
             raise ValueError("TabSwift has zero usable features: the input table has no columns")
         self.encoder = TabularEncoder(numeric_transform="none").fit(X)
@@ -96,7 +105,10 @@ class RowPreprocessor:
             raise ValueError(f"TabSwift has zero usable features: all {raw.shape[1]} encoded columns "
                              f"(from {X.shape[1]} input columns) are constant or entirely missing in the "
                              f"{len(X)} context rows")
-        raw = raw[:, self.keep_]
+        return raw[:, self.keep_]
+
+    def _fit_reducer(self, raw: np.ndarray) -> np.ndarray:
+        """The authors' style on a table wider than ``max_features``: quantile-normal, centre, PCA, scale."""
         self.reducer_ = None
         if self.style == "authors" and self.max_features is not None and raw.shape[1] > self.max_features:
             from sklearn.pipeline import make_pipeline
@@ -109,7 +121,10 @@ class RowPreprocessor:
                 PCA(n_components=max(1, min(self.max_features, len(raw) - 1)), random_state=self.random_state),
                 StandardScaler())
             raw = self.reducer_.fit_transform(raw)
+        return raw
 
+    def _fit_scaling(self, raw: np.ndarray) -> np.ndarray:
+        """Standardize (clipped to +-100), then Yeo-Johnson for ``norm="power"``."""
         self.mean_, self.std_ = _mean_std(raw)
         if self.style == "authors":
             self.std_ = raw.std(0) + 1e-6
@@ -120,7 +135,11 @@ class RowPreprocessor:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 z = np.nan_to_num(self.power_.fit_transform(z))
-        # two-stage bounds: the second mean/std ignores the first stage's outliers, which would inflate it
+        return z
+
+    def _fit_bounds(self, z: np.ndarray) -> None:
+        """Two-stage outlier bounds: the second mean/std ignores the first stage's outliers, which would inflate
+        it."""
         t = self.outlier_threshold
         if self.style == "authors":  # sample std (ddof = 1), floored at 1e-6
             ddof = 1 if len(z) > 1 else 0
@@ -137,8 +156,9 @@ class RowPreprocessor:
             s2 = np.sqrt(np.where(inlier, (z - m2) ** 2, 0).sum(0) / cnt)
             s2 = np.where(s2 > _EPS, s2, s1)
         self.lower_, self.upper_ = m2 - t * s2, m2 + t * s2
-        z = self._clip(z)
 
+    def _fit_pca(self, z: np.ndarray) -> int:
+        """PCA onto ``max_features`` components where wider; returns the output width."""
         self.pca_ = None
         if self.max_features is not None and z.shape[1] > self.max_features:
             n_comp = max(1, min(self.max_features, len(z) - 1))
@@ -147,8 +167,7 @@ class RowPreprocessor:
             # components without variance (context rank < n_comp) stay ~0 instead of amplified noise
             self.pca_std_ = np.where(std > 1e-6 * max(float(std.max()), _EPS), std, 1.0)
             z = z[:, :n_comp]
-        self.n_features_out_ = z.shape[1]
-        return self
+        return z.shape[1]
 
     # ---- transform ----------------------------------------------------------------------------
     def _encode(self, X: pd.DataFrame, keep) -> np.ndarray:

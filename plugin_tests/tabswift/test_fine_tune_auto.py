@@ -229,7 +229,7 @@ def test_refit_of_a_bag_repeats_the_folds_fine_tuning(tmp_path, monkeypatch):
     stay zero-shot: it fine-tunes because its folds did, for their mean best step count, and says so."""
     # the replay's wall-clock bound (2 x the folds' fine-tuning seconds) is not what this test is about: on a
     # busy machine it can end the replay early; it is tested apart (test_bag_bookkeeping)
-    monkeypatch.setattr("autogluon_maya.tabswift.model.REPLAY_TIME_FACTOR", 1e6)
+    monkeypatch.setattr("autogluon_maya.tabswift.fine_tune_policy.REPLAY_TIME_FACTOR", 1e6)
     X, y = _regression_frame(300, seed=7)
     data = X.assign(y=y)
     pred = TabularPredictor(label="y", problem_type="regression", path=str(tmp_path / "ag"), verbosity=0).fit(

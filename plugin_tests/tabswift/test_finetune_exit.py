@@ -13,7 +13,7 @@ import torch
 from autogluon_maya import TabSwiftModel
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
 from autogluon_maya.tabswift.ensemble import TabSwiftEnsemble
-from autogluon_maya.tabswift.finetune import retrain_exit_heads
+from autogluon_maya.tabswift.exit_heads import retrain_exit_heads
 from autogluon_maya.tabswift.model import TAU_CANDIDATES
 from autogluon_maya.tabswift.network import CLASSIFICATION
 from autogluon_maya.tabswift.weights import load_checkpoint

@@ -55,6 +55,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
+from benchlib.stats import sign_test_p  # noqa: E402
 from benchlib.tables import markdown  # noqa: E402
 from tabarena_run import DEFAULT_OUT, LABELS, row_package_commits  # noqa: E402
 
@@ -197,7 +198,8 @@ def earlier_ensembles(out: Path, results: pd.DataFrame, simulated: set[str], ens
 def additions(ens: pd.DataFrame, tables: list[str]) -> pd.DataFrame:
     """For each of :data:`ADDITIONS` on ``tables``: the relative error (error / error of the trees alone, mean
     over the tables) without and with the added models, and on how many tables the test error is lower, higher
-    or the same (equal to 1e-9 relative: the selection often picks the same weights)."""
+    or the same (equal to 1e-9 relative: the selection often picks the same weights), with the sign test's
+    p-value of better against worse."""
     err = ens[ens["table"].isin(tables)].pivot_table(index="table", columns="ensemble", values="test_error")
     rel = err.div(err["trees"], axis=0)
     rows = []
@@ -210,6 +212,7 @@ def additions(ens: pd.DataFrame, tables: list[str]) -> pd.DataFrame:
                      "rel_error_before": float(rel[before].mean()), "rel_error_after": float(rel[after].mean()),
                      "better": int(((err[after] < err[before]) & ~same).sum()),
                      "worse": int(((err[after] > err[before]) & ~same).sum()), "same": int(same.sum())})
+        rows[-1]["sign_p"] = sign_test_p(rows[-1]["better"], rows[-1]["worse"])
     return pd.DataFrame(rows)
 
 
@@ -241,6 +244,17 @@ def board_rows(board: pd.DataFrame) -> list[list[str]]:
                      f"{r['median_time_train_s']:.1f}", f"{r['median_time_infer_s']:.2f}"]
                     + ([f"{r['relative_error']:.3f}"] if "relative_error" in board.columns else []))
     return rows
+
+
+def limit_counts(results: pd.DataFrame, methods: list[str]) -> dict:
+    """Per method, "n of m": on how many of its tables with a result the config ran up to its time limit
+    (``at_limit`` of ``results.csv``); "—" where the results do not record it."""
+    out = {}
+    for m in methods:
+        rows = results[(results["method"] == m) & (results["status"] == "ok")]
+        known = rows["at_limit"].dropna() if "at_limit" in rows.columns else rows.iloc[0:0]
+        out[m] = f"{int(known.astype(bool).sum())} of {len(known)}" if len(known) else "—"
+    return out
 
 
 def per_table_lines(frame: pd.DataFrame, per_table: pd.DataFrame, columns: list[str], order: list[str]) -> list[str]:
@@ -288,8 +302,12 @@ def report(out: Path, settings: dict, results: pd.DataFrame, frame: pd.DataFrame
               + (f", {args.elo_anchor} pinned at 1000" if args.elo_anchor else ", no method pinned (1000 = start)")
               + ". Win rate: share of pairwise table comparisons won, ties half. Best on: tables where the method "
               "ranks first (PAMA-style; a tie splits the table); top 3 likewise.", ""]
+    at_limit = limit_counts(results, list(board.index))
     lines += md_table(["method", "Elo", "win rate", "avg rank", "MRR", "best on", "top 3", "median fit s",
-                       "median predict s"], board_rows(board))
+                       "median predict s", "at limit"], [r + [at_limit[m]] for r, m in zip(board_rows(board),
+                                                                                            board.index)])
+    lines += ["", f"At limit: tables where the config used at least 90 % of its {s.get('time_limit', '?')} s "
+              "(its models may have been cut short; `results.csv` has the seconds and share per table)."]
     lines += ["", "## Test error per table", "", "Bold: the best method on the table (the evaluator's rank 1).", ""]
     order = list(dict.fromkeys(results["table"]))
     lines += per_table_lines(frame, per_table, [m for m in METHODS if m in set(frame["method"])], order)
@@ -330,10 +348,11 @@ def report(out: Path, settings: dict, results: pd.DataFrame, frame: pd.DataFrame
                       "Relative error vs the trees alone (mean over the tables above) without and with the added "
                       "models; tables where the ensemble's test error is lower, higher or the same with them.", ""]
             lines += md_table(["addition", "rel. error without", "rel. error with", "change", "better", "worse",
-                               "same"],
+                               "same", "sign test p"],
                               [[r.addition, f"{r.rel_error_before:.3f}", f"{r.rel_error_after:.3f}",
                                 f"{r.rel_error_after - r.rel_error_before:+.3f}", str(r.better), str(r.worse),
-                                str(r.same)] for r in added.itertuples()], "lrrrrrr")
+                                str(r.same), f"{r.sign_p:.2f}"] for r in added.itertuples()], "lrrrrrrr")
+            lines += ["", "One outer split per table: a change whose sign test gives p > 0.1 is level within noise."]
     lines += ["", "Files: `results.csv` (per table and method, from `tabarena_run.py`), `leaderboard.csv`, "
               "`ensembles.csv`, `ensemble_leaderboard.csv`, `compare.json`, `winrate_matrix.png`.", ""]
     text = "\n".join(lines)

@@ -39,7 +39,9 @@ Outputs in ``--out`` (default ``examples/benchmarks/results/tabarena_12``):
 
 * ``results.csv`` (commit it): one row per (table, method): test and validation error, metric, problem
   type, fit and predict seconds, train/test rows -- from TabArena's ``EvaluationRepository.metrics()`` over the
-  runner's results -- and ``status`` (``ok``, or ``missing`` when the config failed or has not run yet);
+  runner's results --, what the config got against its limit (``time_limit_s``, ``time_used_share`` = fit
+  seconds / limit, ``at_limit`` when it used at least 90 % of it, ``folds_fitted`` from the bagged model's info)
+  and ``status`` (``ok``, or ``missing`` when the config failed or has not run yet);
 * ``settings.json`` (commit it): the settings, the tables' sizes and the code version;
 * ``raw/`` (do NOT commit; the script writes a ``.gitignore`` there that ignores it all): ``runs/`` the runner's
   ``results.pkl`` per (config, table) -- the cache a rerun resumes from --, ``tasks/`` the TabArena tasks,
@@ -252,9 +254,38 @@ def write_raw_gitignore(raw: Path) -> None:
     (raw / ".gitignore").write_text(GITIGNORE)
 
 
-def compact_rows(repo, infos: list[dict], configs: list[str], package_commit: str) -> list[dict]:
-    """One row per (table, config) from the repository's metrics, with the package commit that made it; pairs
-    without a result are ``missing``."""
+#: a config that used at least this share of its time limit is "at the limit": its models may have been cut short
+AT_LIMIT_SHARE = 0.9
+
+
+def folds_fitted(result: dict) -> int | None:
+    """How many bag folds a config fitted, from the runner's result (the bagged model's info); None where the
+    result does not say."""
+    info = (result.get("method_metadata") or {}).get("info") or {}
+    bagged = info.get("bagged_info") or {}
+    names = bagged.get("child_model_names")
+    return len(names) if names is not None else bagged.get("num_child_models")
+
+
+def budget_columns(fit_s, time_limit: float, folds) -> dict:
+    """What a config got against its limit: the limit, the share of it used, whether it ran up to the limit
+    (``at_limit``: at least ``AT_LIMIT_SHARE`` of it used) and the folds it fitted (None: not recorded)."""
+    used = None if fit_s is None or pd_isna(fit_s) else float(fit_s) / time_limit
+    return {"time_limit_s": time_limit, "time_used_share": None if used is None else round(used, 3),
+            "at_limit": None if used is None else bool(used >= AT_LIMIT_SHARE), "folds_fitted": folds}
+
+
+def pd_isna(v) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(v))
+
+
+def compact_rows(repo, infos: list[dict], configs: list[str], package_commit: str, time_limit: float,
+                 folds: dict | None = None) -> list[dict]:
+    """One row per (table, config) from the repository's metrics, with what the config got against its time
+    limit (``budget_columns``; ``folds`` maps (dataset, config) to the folds fitted) and the package commit that
+    made it; pairs without a result are ``missing``."""
     metrics = repo.metrics().reset_index() if repo is not None else None
     rows = []
     for info in infos:
@@ -273,6 +304,7 @@ def compact_rows(repo, infos: list[dict], configs: list[str], package_commit: st
                            predict_s=round(float(r["time_infer_s"]), 3))
             else:
                 row.update(status="missing", test_error=None, val_error=None, fit_s=None, predict_s=None)
+            row.update(budget_columns(row["fit_s"], time_limit, (folds or {}).get((dataset, config))))
             rows.append({**row, "package_commit": package_commit})
     return rows
 
@@ -327,11 +359,14 @@ def run(args) -> None:
         repo = generate_repo_from_results_lst(results_lst=[BaselineResult.from_dict(r) for r in results],
                                               task_metadata=collection)
         repo.to_dir(raw / "repo")
-    frame = pd.DataFrame(kept_rows + compact_rows(repo, infos, configs, code["package_commit"]))
+    folds = {(r["task_metadata"]["name"], r["framework"]): folds_fitted(r) for r in results}
+    frame = pd.DataFrame(kept_rows + compact_rows(repo, infos, configs, code["package_commit"], args.time_limit,
+                                                  folds))
     frame.to_csv(out / "results.csv", index=False)
     missing = frame[frame["status"] != "ok"]
     with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
-        print(frame[["table", "method", "metric", "test_error", "val_error", "fit_s", "predict_s", "status"]])
+        print(frame[["table", "method", "metric", "test_error", "val_error", "fit_s", "at_limit", "folds_fitted",
+                     "predict_s", "status"]])
     if len(missing):
         print(f"missing ({len(missing)}): "
               + ", ".join(f"{t}/{m}" for t, m in zip(missing["table"], missing["method"])), flush=True)

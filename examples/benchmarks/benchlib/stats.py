@@ -233,3 +233,13 @@ def critical_difference(normalized: pd.DataFrame, alpha: float = 0.05) -> CDResu
         res.test = "One-sided Wilcoxon signed-rank test on normalized scores"
         res.groups = [] if res.significant else [names]
     return res
+
+
+def sign_test_p(better: int, worse: int) -> float:
+    """Two-sided sign test over paired results: the p-value of ``better`` wins and ``worse`` losses (ties left
+    out) under "either is as likely"; 1.0 without a win or a loss.  Below 0.1 a difference is called a
+    difference in this repository's reports; above it, "level within noise"."""
+    from scipy.stats import binomtest
+
+    n = int(better) + int(worse)
+    return float(binomtest(int(better), n).pvalue) if n else 1.0

@@ -5,7 +5,7 @@ each fold's ``time_limit`` in the driver, then starts the worker tasks (``max_ca
 fold), and the fold's clock starts only when the task body runs.  The worker's boot -- importing AutoGluon,
 torch and this package, unpickling the model -- is not counted: 7.8 s with one busy process beside a bagged
 fit on 2 cores, 10-20 s under heavier load, enough to carry a 40 s bagged MAYA fit to 41 s
-(``examples/benchmarks/bagged_under_load.py``, docs/experiments.md "Bagged fits under load").  The first fit
+(``examples/benchmarks/bagged_under_load.py``, docs/experiments.md "Bagged fits beside busy processes").  The first fit
 in a worker therefore counts its budget from the worker's own start (:func:`fit_clock_start`).
 """
 

@@ -9,7 +9,7 @@ limit.  Each cell is one fit in a fresh process (so Ray starts anew with that ce
 
 - ``baseline``: the package at ``--baseline`` (a git ref, unpacked into a temporary folder);
 - ``this, niceness 15``: this checkout with Ray's own worker niceness;
-- ``this``: this checkout as a user gets it;
+- ``this``: this checkout with ``autogluon_maya.ray_workers_at_normal_priority()`` (niceness 0);
 
 each alone and beside ``--busy`` processes spinning ``while True: pass``.  The fit: ``--rows`` rows of the
 dataset under P1, MAYA with no early stopping and an endless epoch count (the limit binds), 2-fold bagging with
@@ -49,7 +49,7 @@ fit.cleanup()
 
 
 def one_fit(root: Path, args: dict, busy: int, niceness: str | None) -> dict:
-    # this process imported the package, which set RAY_worker_niceness: the child gets only the cell's own
+    # the child gets only the cell's own RAY_worker_niceness (the caller's environment may hold one)
     env = {k: v for k, v in os.environ.items() if k != "RAY_worker_niceness"}
     if niceness is not None:
         env["RAY_worker_niceness"] = niceness
@@ -122,7 +122,8 @@ def main():
         rows = []
         with tempfile.TemporaryDirectory() as tmp:
             versions = [(f"baseline {args.baseline}", unpack(args.baseline, Path(tmp)), None),
-                        ("this, niceness 15", REPO, "15"), ("this", REPO, None)]
+                        ("this, niceness 15", REPO, "15"),
+                        ("this", REPO, "0")]  # what ray_workers_at_normal_priority() sets
             for busy in args.busy:
                 for name, root, nice in versions:
                     res = one_fit(root, {"data": data, "rows": args.rows, "limit": args.limit}, busy, nice)

@@ -33,6 +33,8 @@ from benchlib.ensemble import (
     tree_wrong_neural_right,
     win_tie_loss,
 )
+from benchlib.ensemble_report import neural_models_section, report_paths, versions_section
+from benchlib.ensemble_store import version_of, versions
 from benchlib.protocol import Dataset, p1_split
 
 SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "benchmarks" / "mixed_ensemble_benchmark.py"
@@ -297,11 +299,11 @@ def test_each_split_seed_has_its_own_report(bench, tmp_path, monkeypatch):
 
 
 def test_report_paths_name_the_seed_and_the_candidate(bench, tmp_path):
-    names = {v: sorted(p.name for p in bench.report_paths(tmp_path, v).values()) for v in (None, 0, "0", "", 1, "1")}
+    names = {v: sorted(p.name for p in report_paths(tmp_path, v).values()) for v in (None, 0, "0", "", 1, "1")}
     assert names[None] == names[0] == names["0"] == names[""] == ["error_reduction.png", "pama.png", "results.md"]
     assert names[1] == names["1"] == ["error_reduction_seed1.png", "pama_seed1.png", "results_seed1.md"]
-    assert bench.report_paths(tmp_path, 1, candidate=True)["results.md"].name == "results_seed1_candidate.md"
-    assert bench.report_paths(tmp_path, 0, candidate=True)["pama.png"].name == "pama_candidate.png"
+    assert report_paths(tmp_path, 1, candidate=True)["results.md"].name == "results_seed1_candidate.md"
+    assert report_paths(tmp_path, 0, candidate=True)["pama.png"].name == "pama_candidate.png"
 
 
 def _datasets(tmp_path, names):
@@ -365,7 +367,7 @@ def test_refit_stale_reruns_only_pairs_not_yet_run_by_this_package_version(bench
     calls.clear()
     bench.main(argv + ["--configs", "ours", "--refit-stale"])
     assert calls == []
-    order, latest = bench.versions(bench.read_rows(out), None)
+    order, latest = versions(bench.read_rows(out), None)
     assert order == ["p1", "p2"] and {d for d, v in latest if v == "p2"} == {"d1", "d2"}
 
 
@@ -486,9 +488,9 @@ def test_versions_section_compares_each_package_version_with_the_one_before(benc
             _ours_row("d1", "bbb2222", 0.95, 0.65, time_limit=120.0),  # other settings: not counted
             {"dataset": "d1", "config": "gbdt", "status": "ok", "metric": "accuracy", "val_score": 0.85,
              "test_score": 0.75, "time_limit": 60.0}]
-    order, latest = bench.versions(rows, {"time_limit": 60.0})
+    order, latest = versions(rows, {"time_limit": 60.0})
     assert order == ["aaa1111", "bbb2222"] and latest[("d1", "bbb2222")]["val_score"] == 0.90
-    text = "\n".join(bench.versions_section(rows, {"time_limit": 60.0}))
+    text = "\n".join(versions_section(rows, {"time_limit": 60.0}))
     # validation: d1 win, d2 loss; mean (+50 - 25) / 2 = +12.5 %.  test: d1 loss (-33.3 %), d2 win (+33.3 %)
     assert "- bbb2222 vs aaa1111 on 2 datasets, validation: 1 wins / 0 ties / 1 losses, mean relative error " \
            "reduction +12.50%" in text
@@ -501,14 +503,14 @@ def test_versions_section_compares_each_package_version_with_the_one_before(benc
 def test_version_of_rows_without_a_package_commit(bench, tmp_path):
     from benchlib.provenance import git, package_commit
 
-    assert bench.version_of({"package_commit": "ccc3333"}) == "ccc3333"
+    assert version_of({"package_commit": "ccc3333"}) == "ccc3333"
     # no repository to look the commit up in: the recorded code commit stands in
-    assert bench.version_of({"commit": "ddd4444-dirty", "code_commit": "ddd4444"}) == "ddd4444"
+    assert version_of({"commit": "ddd4444-dirty", "code_commit": "ddd4444"}) == "ddd4444"
     repo = Path(__file__).resolve().parents[2]
     if not (repo / ".git").exists():
         pytest.skip("not a git checkout")
     head = git(repo, "rev-parse", "--short", "HEAD")
-    assert bench.version_of({"commit": head + "-dirty"}, repo) == package_commit(repo) + "-dirty"
+    assert version_of({"commit": head + "-dirty"}, repo) == package_commit(repo) + "-dirty"
 
 
 def test_neural_models_section_sets_each_neural_model_beside_the_best_tree_of_its_level(bench):
@@ -524,7 +526,7 @@ def test_neural_models_section_sets_each_neural_model_beside_the_best_tree_of_it
            "models": {"CatBoost_BAG_L1": m(1, 0.80, 0.4), "TabM_BAG_L1": m(1, 0.70, 0.2),
                       "CatBoost_BAG_L2": m(2, 0.81, 0.1), "TabM_BAG_L2": m(2, 0.85, 0.05)}}
     latest = {("d1", "ours"): reg, ("d1", "gbdt"): {"metric": "accuracy", "models": {}}, ("d2", "ag_dl"): clf}
-    text = "\n".join(bench.neural_models_section(latest, ["d1", "d2"]))
+    text = "\n".join(neural_models_section(latest, ["d1", "d2"]))
     # regression: the best tree is the lowest RMSE of its own level (2.0 at L1, 1.5 at L2)
     assert "| d1 | ours | Maya@L1 | 50 | 20 | 20% | 2.5000 | 2.0000 | 0.30 |" in text
     assert "| d1 | ours | Maya@L2 | 40 | 25 | 25% | 1.4000 | 1.5000 | 0.00 |" in text

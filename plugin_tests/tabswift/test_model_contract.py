@@ -245,6 +245,60 @@ def test_memory_estimate_of_auto_counts_released_weights_waiting_in_the_hub_cach
     assert est("auto") == est("hub") > est("shipped")
 
 
+def test_memory_estimate_of_auto_follows_the_weights_auto_chose_in_this_process(tmp_path, monkeypatch):
+    """Once a fit's checkpoint_path="auto" has chosen its weights, the estimates of later "auto" fits in the process
+    are sized by those weights (here a tiny network), not by what the caches alone would suggest (the shipped)."""
+    import autogluon_maya.tabswift.sources as sources
+    from huggingface_hub import constants
+
+    from autogluon_maya.tabswift.config import TINY
+    from autogluon_maya.tabswift.network import TabSwiftNetwork
+    from autogluon_maya.tabswift.weights import save_checkpoint
+
+    monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "empty_cache"))
+    monkeypatch.delenv("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+    X = pd.DataFrame(np.zeros((2_000, 10)))
+
+    def est(path, gpu=False):
+        method = TabSwiftModel._estimate_gpu_memory_usage_static if gpu else \
+            TabSwiftModel._estimate_memory_usage_static
+        return method(X=X, hyperparameters={"fine_tune": False, "checkpoint_path": path}, num_classes=2)
+
+    assert est("auto") == est("shipped")  # nothing chosen yet, nothing cached: the shipped network
+    tiny = tmp_path / "tiny"
+    save_checkpoint(TabSwiftNetwork(TINY), tiny)
+    monkeypatch.setattr(sources, "auto_choice_made", lambda: tiny)
+    assert est("auto") == est(str(tiny)) < est("shipped")
+    assert est("auto", gpu=True) == est(str(tiny), gpu=True) < est("shipped", gpu=True)
+
+
+def test_gpu_memory_estimate_follows_the_network_size_and_the_context(tmp_path, monkeypatch):
+    """AutoGluon checks a GPU fit against the device's free memory and sizes parallel folds by the model's static
+    GPU estimate: the released network (24 blocks x 192, 64 registers; "hub" before a conversion) needs more than
+    the shipped one (6 x 128, 16 registers) by at least its members' larger caches, and more context rows, members
+    or fine-tuning need more."""
+    from autogluon_maya.tabswift.config import RELEASED
+    from autogluon_maya.tabswift.network import TabSwiftNetwork
+
+    monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "empty_cache"))
+    assert TabSwiftModel.can_estimate_gpu_memory_usage_static()
+
+    def gpu(rows=2_000, **hp):
+        return TabSwiftModel.estimate_gpu_memory_usage_static(
+            X=pd.DataFrame(np.zeros((rows, 10))), hyperparameters={"fine_tune": False, **hp},
+            problem_type="binary", num_classes=2)
+
+    shipped, released = gpu(checkpoint_path="shipped"), gpu(checkpoint_path="hub")
+    # 8 members' float32 keys and values and float16 block inputs (10 bytes per token and width)
+    assert released - shipped >= 8 * 10 * (24 * 192 * (2_000 + 64) - 6 * 128 * (2_000 + 16))
+    weights = 4 * sum(p.numel() for p in TabSwiftNetwork(RELEASED).parameters())
+    assert weights < released - 8 * 10 * 24 * 192 * (2_000 + 64) < 2 ** 30  # the network, not the caches alone
+    assert gpu(500, checkpoint_path="hub") < released < gpu(4_000, checkpoint_path="hub", max_context_rows=4_000)
+    assert gpu(checkpoint_path="hub", n_estimators=16) > released
+    assert gpu(checkpoint_path="hub", fine_tune=True) > released
+
+
 @lru_cache(maxsize=None)
 def _fit_memory(rows: int) -> dict:
     """Peak memory of a default fit (8 members) on ``rows`` rows of 10 features and a 60-row prediction, and the

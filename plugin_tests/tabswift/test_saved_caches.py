@@ -194,3 +194,63 @@ def test_a_cache_that_keeps_its_inputs_costs_ten_bytes_per_token_and_width():
     assert plain.nbytes - means == cfg.n_layers * tokens * cfg.d_model * 8
     assert kept.nbytes - means == cfg.n_layers * tokens * cfg.d_model * 10
     assert all(h.dtype == torch.float16 for h in kept.block_inputs)
+
+    # the memory estimate counts one such cache per member: with block inputs where a saved model keeps them
+    # (disk_cache_mb > 0), without where it keeps none
+    def per_member(**hp):
+        def est(members):
+            return TabSwiftModel._estimate_memory_usage_static(
+                X=X.iloc[:200], num_classes=3,
+                hyperparameters={"checkpoint_path": "shipped", "fine_tune": False, "n_estimators": members, **hp})
+
+        return est(3) - est(2)
+
+    assert per_member() == kept.nbytes - means
+    assert per_member(disk_cache_mb=0) == plain.nbytes - means
+
+
+def test_warm_caches_stops_at_the_fit_s_time_budget_on_its_clock():
+    """A refit encodes its members for the save until its budget ends, judged on the budget's own clock (here one
+    that advances 1 s per reading; a 3 s budget: one member, as ``TabSwiftEnsemble.warm`` paces them)."""
+    from autogluon_maya.common.training import TimeBudget
+    from autogluon_maya.tabswift.cache_files import warm_caches
+    from autogluon_maya.tabswift.defaults import DEFAULT_PARAMS
+    from autogluon_maya.tabswift.fit_context import FitContext, make_plan
+
+    X, y = _data()
+    p = {**DEFAULT_PARAMS, "disk_cache_mb": 1024}
+    plan = make_plan(p, classification=True, has_val=False, headless=False, prior=(None, ""))
+
+    def warmed(limit):
+        ens = TabSwiftEnsemble(load_checkpoint(SHIPPED_CHECKPOINT), CLASSIFICATION, n_estimators=4)
+        ens.fit(X.to_numpy(), y.to_numpy(), n_classes=3)
+        ens.keep_inputs_bytes = 2 ** 30
+        ticks = iter(range(100))
+        budget = TimeBudget(limit, safety=1.0, clock=lambda: float(next(ticks)), start=0.0)
+        ctx = FitContext(params=p, plan=plan, ensemble=ens, budget=budget, time_limit=limit, seed=0, summary={})
+        return warm_caches(ctx), set(ens._caches)
+
+    assert warmed(3.0) == (1, {("member", 0)})
+    assert warmed(None) == (4, {("member", i) for i in range(4)})  # no limit: every member
+
+
+def test_a_predictor_loaded_from_disk_per_predict_uses_the_saved_caches(tmp_path, monkeypatch):
+    """AutoGluon loads a model that is not persisted from disk at every predict call: the contexts encoded at fit
+    (by its validation pass) come back from the saved file, and no predict call encodes one again."""
+    from autogluon.tabular import TabularPredictor
+
+    X, y = _data(400)
+    data = X.assign(y=y)
+    pred = TabularPredictor(label="y", path=str(tmp_path / "ag"), verbosity=0).fit(
+        data.iloc[:300], tuning_data=data.iloc[300:360], hyperparameters={"TABSWIFT": HP}, num_cpus=1, num_gpus=0,
+        fit_weighted_ensemble=False, raise_on_model_failure=True)
+    assert pred.model_names() == ["TabSwift"] and not pred._trainer.models  # nothing persisted in memory
+    real, encoded, loads = TabSwiftEngine.encode_context, [], []
+    monkeypatch.setattr(TabSwiftEngine, "encode_context",
+                        lambda self, *a, **k: (encoded.append(1), real(self, *a, **k))[1])
+    real_load = TabSwiftModel.load.__func__
+    monkeypatch.setattr(TabSwiftModel, "load", classmethod(lambda cls, *a, **k: (loads.append(1),
+                                                                                 real_load(cls, *a, **k))[1]))
+    for _ in range(2):
+        assert pred.predict_proba(data.iloc[360:].drop(columns="y")).shape == (40, 3)
+    assert len(loads) == 2 and encoded == [], (loads, encoded)

@@ -1,4 +1,5 @@
-"""MAYA: network (``network``), training/inference (``trainer``) and the AutoGluon model (``model``)."""
+"""MAYA: network (``network``), batch and time planning (``schedule``), training (``trainer``), the fitted networks
+(``fitted``) and the AutoGluon model (``model``)."""
 
 from .model import MayaModel
 from .search_space import TABLE12, maya_search_space

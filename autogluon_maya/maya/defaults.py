@@ -1,8 +1,9 @@
 """MAYA's settings: one table of defaults by problem type, the paper's recipe, and the check of every setting.
 
 ``DEFAULT_PARAMS`` holds a value or a ``ByType`` (binary, multiclass, regression, quantile) per setting; the model,
-the network, the search space and the memory estimate read it through ``resolve_defaults``.  ``recipe="paper"``
-replaces the rows in ``PAPER``.  docs/maya.md: each setting's meaning, the departures from the paper, the evidence.
+the search space and the memory estimate read it through ``resolve_defaults``, and the model hands the network its
+settings so resolved.  ``recipe="paper"`` replaces the rows in ``PAPER``.  docs/maya.md: each setting's meaning,
+the departures from the paper, the evidence.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     "recipe": "default",  # or "paper" (PAPER)
     "max_epochs": 200,
     "patience": 16,  # epochs without a better validation score; None: train to max_epochs
-    "validation_every": "auto",  # epochs between validation passes (trainer.validation_cadence)
+    "validation_every": "auto",  # epochs between validation passes (schedule.validation_cadence)
     "ema_epochs": _cls_reg(None, 5),  # horizon of a moving average of the weights scored beside them; None: off
     "ensemble_members": "auto",  # up to AUTO_MEMBERS networks while a time limit holds them (members.py)
     "parallel_members": "auto",  # CPU: the first two members train at once, one thread each
@@ -67,7 +68,7 @@ DEFAULT_PARAMS: Dict[str, Any] = {
 # on quantile bins of the training rows (Gorishniy et al., "On Embeddings for Numerical Features in Tabular Deep
 # Learning", NeurIPS 2022, sections 3.2-3.3)
 NUM_EMBEDDINGS = ("periodic", "piecewise")
-# what batch_size="auto" starts from, before a small table lowers it (trainer.effective_batch_size)
+# what batch_size="auto" starts from, before a small table lowers it (schedule.effective_batch_size)
 AUTO_BATCH_ROWS = _cls_reg(128, 256)._asdict()
 # recipe="paper": one network trained as the paper does (Appendix B.2, Table 12; FT-Transformer's protocol, which
 # it follows): quantile-normal inputs at scale 1, no weight average, every epoch validated, Table 12's smallest

@@ -130,12 +130,9 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
              num_gpus: float = 0, sample_weight: Optional[np.ndarray] = None, verbosity: int = 2, **kwargs):
         from autogluon.core.utils.exceptions import NoValidFeatures
 
-        from ..common.preprocessing import TargetScaler
-        from ..common.training import to_tensors
-        from .network import NETWORK_KEYS, MayaNetwork, training_bins
+        from .fitted import FittedMayaMembers
+        from .schedule import effective_batch_size
         from .search_space import round_hidden_size
-        from .trainer import FittedMaya, FittedMayaMembers, TrainConfig, TrainData, effective_batch_size, make_loss, \
-            train_maya
 
         budget = self._fit_budget(time_limit)
         p = self._get_model_params()
@@ -149,22 +146,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         p.update(hidden_size=round_hidden_size(p["hidden_size"], p["num_heads"]),
                  batch_size=effective_batch_size(p["batch_size"], len(enc), AUTO_BATCH_ROWS[self.problem_type]))
         classification = self.problem_type in (BINARY, MULTICLASS)
-        if not classification:
-            self._target_scaler = TargetScaler(y)
-        y_np = np.asarray(y, dtype=np.int64) if classification else self._target_scaler.transform(y)
-        x_num, x_cat, y_t = to_tensors([enc.x_num, enc.x_cat, y_np], device)
-        w_t = None if sample_weight is None else to_tensors([np.asarray(sample_weight, np.float32)], device)[0]
-        net_args = dict(n_num=enc.x_num.shape[1], cat_cardinalities=self._encoder.cat_cardinalities,
-                        out_dim=self.num_classes if classification else int(np.size(self.quantile_levels)),  # None: 1
-                        label_kind="class" if classification else "real", num_classes=self.num_classes or 0,
-                        **{k: p[k] for k in NETWORK_KEYS})
-        if p["num_embeddings"] == "piecewise" and enc.x_num.shape[1]:
-            # the bins of the piecewise-linear embedding: quantiles of this fit's training rows only (the
-            # validation rows never set one), of the values the tokenizer reads (s x), kept in every member
-            import torch
-
-            net_args["num_bins"] = training_bins(torch.from_numpy(enc.x_num) * p["numeric_scale"])
-        loss_fn = make_loss("class" if classification else self.problem_type, self.quantile_levels)
+        data, y_np = self._training_data(enc, y, sample_weight, device, classification)
+        net_args = self._network_args(enc, p, classification)
         val_proba, val_score_fn, judge, score_proba = self._validation_scorers(X_val, y_val, device)
         prior = self._prior_prediction(y_np if classification else np.asarray(y, dtype=np.float64), sample_weight)
         if replay is not None and not replay:  # the fit (or every fold, on average) fell back to the prior
@@ -175,22 +158,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             self.params_trained.update(replay_record([], [], 0))
             return
 
-        def build(member_seed: int):
-            import torch
-
-            torch.manual_seed(member_seed)
-            return FittedMaya(MayaNetwork(**net_args)).to(device)
-
-        data = TrainData(x_num, x_cat, y_t, y_t, w_t)
-
-        def train(fitted, member_seed, member_budget, threads, reserve_passes, max_epochs) -> dict:
-            cfg = TrainConfig(params=p, loss_fn=loss_fn, device=device, seed=member_seed,
-                              max_epochs=max_epochs or p["max_epochs"], num_threads=threads,
-                              reserve_passes=reserve_passes)
-            summary = train_maya(fitted, data, cfg, member_budget, val_score_fn=val_score_fn)
-            if summary["steps"] > 0 and not summary["context_fresh"]:  # the restored weights must encode it
-                fitted.set_context(x_num, x_cat, y_t)
-            return summary
+        build, train = self._member_fns(net_args, p, device, data, val_score_fn)
 
         max_members = len(replay) if replay is not None else resolve_members(p["ensemble_members"], time_limit)
         step_bytes = activation_bytes(p["batch_size"], enc.x_num.shape[1] + enc.x_cat.shape[1], p["hidden_size"],
@@ -216,6 +184,64 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             "ema_epochs": None if s["best_is_average"] is False else p["ema_epochs"]})
         logger.log(15, f"\tMAYA trained {s['epochs']} epochs (best {s['best_epoch']}, batch {s['batch_size']}, "
                        f"stop: {s['stop_reason']}), threads chosen {s['threads']}; {len(kept)} member(s)")
+
+    def _training_data(self, enc, y: pd.Series, sample_weight, device, classification: bool) -> tuple:
+        """(the training rows as tensors on ``device``, the targets as numpy): class codes, or the standardized
+        target (the paper's regression loss is an MSE on it, Eq. 9)."""
+        from ..common.preprocessing import TargetScaler
+        from ..common.training import to_tensors
+        from .trainer import TrainData
+
+        if not classification:
+            self._target_scaler = TargetScaler(y)
+        y_np = np.asarray(y, dtype=np.int64) if classification else self._target_scaler.transform(y)
+        x_num, x_cat, y_t = to_tensors([enc.x_num, enc.x_cat, y_np], device)
+        w_t = None if sample_weight is None else to_tensors([np.asarray(sample_weight, np.float32)], device)[0]
+        return TrainData(x_num, x_cat, y_t, y_t, w_t), y_np
+
+    def _network_args(self, enc, p: dict, classification: bool) -> dict:
+        """What every member's ``MayaNetwork`` is built from: the table's shape, and the network settings as
+        this fit resolved them (the table's defaults, the recipe, the user's values)."""
+        from .network import NETWORK_KEYS, training_bins
+
+        net_args = dict(n_num=enc.x_num.shape[1], cat_cardinalities=self._encoder.cat_cardinalities,
+                        out_dim=self.num_classes if classification else int(np.size(self.quantile_levels)),  # None: 1
+                        label_kind="class" if classification else "real", num_classes=self.num_classes or 0,
+                        **{k: p[k] for k in NETWORK_KEYS})
+        if p["num_embeddings"] == "piecewise" and enc.x_num.shape[1]:
+            # the bins of the piecewise-linear embedding: quantiles of this fit's training rows only (the
+            # validation rows never set one), of the values the tokenizer reads (s x), kept in every member
+            import torch
+
+            net_args["num_bins"] = training_bins(torch.from_numpy(enc.x_num) * p["numeric_scale"])
+        return net_args
+
+    def _member_fns(self, net_args: dict, p: dict, device, data, val_score_fn) -> tuple:
+        """(build, train): one member's network from its seed, and its training (``members.train_members``) on
+        the paper's loss for the problem type (``trainer.make_loss``)."""
+        from .fitted import FittedMaya
+        from .network import MayaNetwork
+        from .trainer import TrainConfig, make_loss, train_maya
+
+        classification = self.problem_type in (BINARY, MULTICLASS)
+        loss_fn = make_loss("class" if classification else self.problem_type, self.quantile_levels)
+
+        def build(member_seed: int):
+            import torch
+
+            torch.manual_seed(member_seed)
+            return FittedMaya(MayaNetwork(**net_args)).to(device)
+
+        def train(fitted, member_seed, member_budget, threads, reserve_passes, max_epochs) -> dict:
+            cfg = TrainConfig(params=p, loss_fn=loss_fn, device=device, seed=member_seed,
+                              max_epochs=max_epochs or p["max_epochs"], num_threads=threads,
+                              reserve_passes=reserve_passes)
+            summary = train_maya(fitted, data, cfg, member_budget, val_score_fn=val_score_fn)
+            if summary["steps"] > 0 and not summary["context_fresh"]:  # the restored weights must encode it
+                fitted.set_context(data.x_num, data.x_cat, data.y_label)
+            return summary
+
+        return build, train
 
     # ---- the prior: what a fit must beat (TorchPluginMixin's _prior_prediction) ----------------
     def _worse_than_prior(self, kept, s, val_proba, score_proba, prior, y_val) -> str:
@@ -350,7 +376,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         Two members training at once double the network's part; torch's first import adds its own."""
         import sys
 
-        from .trainer import effective_batch_size
+        from .schedule import effective_batch_size
 
         hyperparameters = hyperparameters or {}
         table = resolve_defaults(problem_type, param_value(hyperparameters, "recipe")

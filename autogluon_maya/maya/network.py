@@ -14,8 +14,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .defaults import resolve_defaults
-
 
 _local = threading.local()
 
@@ -370,25 +368,21 @@ NETWORK_KEYS = ("hidden_size", "num_heads", "num_branch", "num_layers", "interme
 class MayaNetwork(nn.Module):
     """Encoder, label embedding, IAIL decoder and predictor.  ``out_dim``: classes, 1 (regression) or
     quantile levels; ``label_kind``: "class" (lookup table) or "real" (linear map of a standardized target).
-    ``settings``: any of ``NETWORK_KEYS``, the others the table's (``defaults``) for ``problem_type``.
-    ``num_bins``: with ``num_embeddings="piecewise"``, the bin edges of each numeric feature, computed on the
-    training rows (``training_bins`` of s x, s the ``numeric_scale``).  A network built without them where
-    ``num_embeddings`` is the table's "piecewise", not given, has no training rows to take bins from and gets the
-    paper's linear token; "piecewise" given without bins is an error."""
+    ``settings``: every one of ``NETWORK_KEYS``, as the caller resolved them (``defaults.resolve_defaults`` and
+    the user's values): the network holds no defaults of its own.  ``num_bins``: with
+    ``num_embeddings="piecewise"``, the bin edges of each numeric feature, computed on the training rows
+    (``training_bins`` of s x, s the ``numeric_scale``)."""
 
     def __init__(self, n_num: int, cat_cardinalities: Sequence[int], out_dim: int, label_kind: str,
-                 num_classes: int = 0, problem_type: Optional[str] = None,
-                 num_bins: Optional[Sequence[torch.Tensor]] = None, **settings):
+                 num_classes: int = 0, num_bins: Optional[Sequence[torch.Tensor]] = None, **settings):
         super().__init__()
-        unknown = sorted(set(settings) - set(NETWORK_KEYS))
-        if unknown:
-            raise TypeError(f"MayaNetwork got unknown settings {unknown}; it takes {NETWORK_KEYS}")
+        unknown, missing = sorted(set(settings) - set(NETWORK_KEYS)), [k for k in NETWORK_KEYS if k not in settings]
+        if unknown or missing:
+            raise TypeError(f"MayaNetwork takes every one of {NETWORK_KEYS}; "
+                            f"unknown: {unknown}, missing: {missing}")
         if label_kind not in ("class", "real"):
             raise ValueError(f"label_kind must be 'class' or 'real', got {label_kind!r}")
-        table = resolve_defaults(problem_type or ("binary" if label_kind == "class" else "regression"))
-        c = {k: settings.get(k, table[k]) for k in NETWORK_KEYS}
-        if "num_embeddings" not in settings and c["num_embeddings"] == "piecewise" and num_bins is None:
-            c["num_embeddings"] = None
+        c = settings
         d = int(c["hidden_size"])
         self.tokenizer = FeatureTokenizer(n_num, cat_cardinalities, d, c["if_bias"], c["add_act"], c["act_type"],
                                           c["numeric_scale"], c["num_embeddings"], num_bins)

@@ -1,6 +1,7 @@
-"""Training and cached inference for MAYA, independent of AutoGluon's wrapper.  ``FittedMaya`` keeps the
-network with its inference context (key projections and label embeddings of every training row) as buffers,
-so ``.to(device)`` and pickling move them together and a model trained on GPU loads on CPU."""
+"""MAYA's training loop, independent of AutoGluon's wrapper: AdamW on the paper's losses (Eq. 9), epochs of
+shuffled batches in which each batch is its own IAIL context (Eq. 13), validation passes with early stopping, and
+the time budget checked before every step.  The batch and time planning is in ``schedule``, the fitted-model
+classes in ``fitted`` (re-exported here: saved predictors pickle them under this module's name)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..common.training import AdaptiveThreads, BestCheckpoint, TimeBudget, autocast, batch_slices, torch_threads
-from .network import MayaNetwork, dropout_generator
+from ..common.training import AdaptiveThreads, BestCheckpoint, TimeBudget, autocast, batch_slices
+from .fitted import FittedMaya, FittedMayaMembers
+from .network import dropout_generator
+from .schedule import StepClock, effective_batch_size, patience_stretch, plan_batch, validation_cadence
+
+# FittedMaya and FittedMayaMembers: the module path saved predictors unpickle them by; effective_batch_size: the
+# batch rule benchmark scripts read from here
+__all__ = ["FittedMaya", "FittedMayaMembers", "TrainConfig", "TrainData", "WeightAverage", "effective_batch_size",
+           "make_loss", "make_optimizer", "parameter_groups", "train_maya"]
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
@@ -38,88 +46,6 @@ def make_loss(kind: str, quantile_levels: Optional[List[float]] = None) -> Calla
     return lambda out, y: (out.float().view(-1) - y.float().view(-1)).pow(2)
 
 
-class FittedMaya(nn.Module):
-    """A trained network together with its inference context."""
-
-    def __init__(self, net: MayaNetwork):
-        super().__init__()
-        self.net = net
-        self.n_keys = len(net.decoder)
-        self.register_buffer("ctx_values", torch.zeros(0))
-        for i in range(self.n_keys):
-            self.register_buffer(f"ctx_keys_{i}", torch.zeros(0))
-
-    @torch.no_grad()
-    def set_context(self, x_num: torch.Tensor, x_cat: torch.Tensor, y: torch.Tensor, chunk: int = 1024):
-        """Encode every context row once (Eq. 14); queries then run the encoder on themselves only."""
-        self.net.eval()
-        enc = torch.cat([self.net.encode(x_num[s:s + chunk], x_cat[s:s + chunk]).float()
-                         for s in range(0, len(x_num), chunk)])
-        for i, k in enumerate(self.net.project_keys(enc)):
-            setattr(self, f"ctx_keys_{i}", k)
-        self.ctx_values = self.net.embed_labels(y)
-        return enc
-
-    @property
-    def context_size(self) -> int:
-        return self.ctx_values.shape[0]
-
-    @torch.no_grad()
-    def predict_raw(self, x_num: torch.Tensor, x_cat: torch.Tensor, chunk_size: int = 1024) -> torch.Tensor:
-        """Raw outputs (logits / standardized values) in query chunks; the chunk shrinks for large contexts so
-        that the similarity block stays under ~64M entries."""
-        self.net.eval()
-        keys = [getattr(self, f"ctx_keys_{i}") for i in range(self.n_keys)]
-        chunk = max(1, min(chunk_size, (1 << 26) // max(1, self.context_size)))
-        outs = []
-        for s in range(0, len(x_num), chunk):
-            q = self.net.encode(x_num[s:s + chunk], x_cat[s:s + chunk]).float()
-            outs.append(self.net.decode(q, keys, self.ctx_values).float())
-        if not outs:  # zero query rows: keep the (0, out_dim) shape callers index into
-            return torch.zeros(0, self.net.predictor.out_features, device=x_num.device)
-        return torch.cat(outs)
-
-
-class FittedMayaMembers(nn.Module):
-    """Networks of one fit trained from different seeds; the wrapper averages their predictions."""
-
-    def __init__(self, members: List[FittedMaya]):
-        super().__init__()
-        self.members = nn.ModuleList(members)
-
-    def __len__(self) -> int:
-        return len(self.members)
-
-    def predict_raw_members(self, x_num: torch.Tensor, x_cat: torch.Tensor) -> List[torch.Tensor]:
-        return [m.predict_raw(x_num, x_cat) for m in self.members]
-
-
-MIN_STEPS_PER_EPOCH = 8
-VALIDATION_SHARE = 0.15
-MAX_VALIDATION_EVERY = 4
-
-
-def validation_cadence(setting, validation_seconds: float, epoch_train_seconds: float) -> int:
-    """Epochs between validation passes (each encodes every training row as IAIL's context, about half an
-    epoch on a CPU).  ``"auto"``: the smallest k <= ``MAX_VALIDATION_EVERY`` keeping validation under
-    ``VALIDATION_SHARE`` of the training time; an int as given.  Patience still counts epochs."""
-    if setting not in (None, "auto"):
-        return max(1, int(setting))
-    if not validation_seconds or not epoch_train_seconds or epoch_train_seconds <= 0:
-        return 1
-    k = int(np.ceil(validation_seconds / (VALIDATION_SHARE * epoch_train_seconds) - 1e-9))
-    return int(min(MAX_VALIDATION_EVERY, max(1, k)))
-
-
-def effective_batch_size(batch_size, n: int, auto_rows: int) -> int:
-    """The batch a fit uses on ``n`` rows.  An int as given, capped by ``n`` (the batch is also IAIL's training
-    context; the paper's are 1,024-4,096 rows).  ``"auto"``: ``auto_rows`` (``defaults.AUTO_BATCH_ROWS``), lowered
-    on small tables to keep ``MIN_STEPS_PER_EPOCH`` steps an epoch (never below 32): patience counts epochs."""
-    if batch_size == "auto":
-        return max(2, min(int(auto_rows), max(32, n // MIN_STEPS_PER_EPOCH), n))
-    return max(2, min(int(batch_size), n))
-
-
 def parameter_groups(net: nn.Module, weight_decay: float) -> List[dict]:
     """AdamW groups, as the paper (FT-Transformer's protocol): decay on the weight matrices of linear maps only,
     not on LayerNorms, biases, embeddings, the tokenizer, [CLS] or PReLU slopes."""
@@ -131,93 +57,6 @@ def parameter_groups(net: nn.Module, weight_decay: float) -> List[dict]:
         is_matrix = q.ndim >= 2 and not name.endswith("bias") and not name.startswith(("tokenizer.", "label_emb"))
         (decay if is_matrix else no_decay).append(q)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-class _Clock:
-    """Running estimates of a step's and a validation pass's duration, so that no step starts that cannot end in
-    the budget.  A step is 1.5x the median of the last 8 (a maximum would keep a slow thread-count probe's step)."""
-
-    def __init__(self):
-        self.recent: List[float] = []
-        self.validation = None  # seconds of the last context encoding + validation pass
-
-    @property
-    def step(self) -> float:
-        return 1.5 * float(np.median(self.recent)) if self.recent else 0.0
-
-    def record_step(self, seconds: float):
-        self.recent = (self.recent + [seconds])[-8:]
-
-    def encode_estimate(self, n: int, batch_size: int) -> float:
-        """Seconds to encode ``n`` rows: measured by the last validation pass, or half a step per batch before."""
-        if self.validation is not None:
-            return self.validation
-        return 0.5 * self.step * max(1.0, n / max(1, batch_size))
-
-
-@torch.no_grad()
-def estimate_step_seconds(net: MayaNetwork, x_num, x_cat, y_label, batch_size: int, remaining: float = float("inf"),
-                          min_steps: int = MIN_STEPS_PER_EPOCH) -> float:
-    """A training step's duration at ``batch_size``: a line through timed forward passes on 2 and 16 rows,
-    x3 for the backward pass, after an untimed warm-up (a fresh process's first pass pays one-off costs).  The
-    16-row pass is skipped when the 2-row one already decides whether ``min_steps`` steps fit in ``remaining``.  It
-    keeps a configuration whose single step outlasts the budget (16 layers x batch 4,096 on a CPU) from starting.
-    One thread: an upper bound once ``AdaptiveThreads`` picks, and immune to spin-waiting on a loaded machine."""
-    was_training = net.training
-    net.train()
-
-    def timed(rows: int) -> float:
-        t = time.perf_counter()
-        net.forward_train(x_num[:rows], x_cat[:rows], y_label[:rows])
-        return time.perf_counter() - t
-
-    # fork_rng: the probe's dropout draws must not shift the training run's random stream, or the same
-    # seed would train differently with and without a time limit
-    with torch_threads(1), torch.random.fork_rng(devices=[]):
-        try:
-            n = len(x_num)
-            timed(min(2, n))
-            t2 = timed(min(2, n))
-            if n <= 2 or 3.0 * t2 * batch_size / 2 * min_steps <= remaining or 3.0 * t2 * 8 > remaining / min_steps:
-                # clearly feasible or clearly not from the small probe (per-row cost falls with rows)
-                return 3.0 * t2 * batch_size / min(2, n)
-            r = min(16, n)
-            t16 = timed(r)
-            per_row = max((t16 - t2) / (r - 2), 0.0) if r > 2 else t16 / r
-            return 3.0 * max(t16 * batch_size / r if per_row == 0.0 else t2 + per_row * (batch_size - 2), 0.0)
-        finally:
-            net.train(was_training)
-
-
-def one_epoch_fits(batch_size: int, step_seconds: float, n: int, remaining: float) -> str:
-    """Without validation data (refit_full) nothing can judge a network that stopped within its first epoch
-    against the prior, so such a fit must have time for about one epoch: every step of one pass over the ``n``
-    rows at ``step_seconds`` each, and the context encoding that follows training (about half a step per batch,
-    as ``_Clock.encode_estimate``).  Returns "" when that fits in ``remaining`` seconds, else the reason."""
-    steps = int(np.ceil(n / max(1, batch_size)))
-    need = 1.5 * steps * step_seconds
-    if not np.isfinite(remaining) or need <= remaining:
-        return ""
-    return (f"infeasible: without validation data a fit must train about one epoch ({steps} steps at batch "
-            f"{batch_size}, ~{step_seconds:.2f} s each, and the context encoding: ~{need:.0f} s), "
-            f"{max(remaining, 0.0):.0f} s left")
-
-
-def fit_batch_to_budget(batch_size: int, step_seconds: float, remaining: float, min_steps: int,
-                        floor: int = 64) -> tuple:
-    """(batch size, reason): the requested batch if ``min_steps`` steps of ``step_seconds`` fit in
-    ``remaining`` seconds; else the largest halving (>= ``floor``) that fits, or 0 when none does."""
-    if not np.isfinite(remaining) or step_seconds * min_steps <= remaining:
-        return batch_size, ""
-    b, est = batch_size, step_seconds
-    while b // 2 >= floor and est * min_steps > remaining:
-        b //= 2
-        est = step_seconds * b / batch_size
-    if est * min_steps <= remaining:
-        return b, (f"batch_size {batch_size} -> {b}: a step was estimated at {step_seconds:.1f} s "
-                   f"and {min_steps} steps must fit in the {remaining:.0f} s left")
-    return 0, (f"infeasible: a training step at batch {b} was estimated at {est:.1f} s; "
-               f"{min_steps} steps do not fit in the {remaining:.0f} s left")
 
 
 class WeightAverage:
@@ -285,38 +124,12 @@ class TrainConfig:
     log_every: int = 10
 
 
-def patience_stretch(n: int, batch_size: int) -> int:
-    """Patience counts epochs; with the paper's batch sizes a small table has one step per epoch, and 16 epochs
-    of patience would be 16 steps: the patience is stretched to span at least ``MIN_STEPS_PER_EPOCH`` epochs'
-    worth of steps."""
-    return max(1, int(np.ceil(MIN_STEPS_PER_EPOCH / max(1, int(np.ceil(n / batch_size))))))
-
-
 def make_optimizer(net: nn.Module, params: dict) -> torch.optim.AdamW:
     """AdamW at a constant rate with decay on weight matrices only, the paper's recipe (Appendix B.2, after
     FT-Transformer); a plateau cut with decay on every parameter validated no better (docs/maya.md, "The schedule
     and the batch, judged again").  Fused AdamW updates every parameter in one kernel instead of a loop over them."""
     groups = parameter_groups(net, params["weight_decay"])
     return torch.optim.AdamW(groups, lr=params["learning_rate"], fused=True)
-
-
-def plan_batch(net: MayaNetwork, data: TrainData, batch_size: int, budget: TimeBudget, validated: bool) -> tuple:
-    """(the batch the time limit allows, the reason it differs from ``batch_size``): ``MIN_STEPS_PER_EPOCH`` steps
-    at the estimated step time must fit in what is left (``fit_batch_to_budget``), and without validation data one
-    whole epoch (``one_epoch_fits``).  A batch of 0: no step fits, the reason says why."""
-    if not np.isfinite(budget.remaining()):
-        return batch_size, ""
-    asked, n = batch_size, len(data)
-    est = estimate_step_seconds(net, data.x_num, data.x_cat, data.y_label, batch_size, budget.remaining(),
-                                MIN_STEPS_PER_EPOCH)
-    batch_size, why = fit_batch_to_budget(batch_size, est, budget.remaining(), MIN_STEPS_PER_EPOCH)
-    if batch_size and not validated:
-        epoch_why = one_epoch_fits(batch_size, est * batch_size / asked, n, budget.remaining())
-        if epoch_why:
-            batch_size, why = 0, epoch_why
-    if why.startswith("infeasible"):
-        why += f" ({data.x_num.shape[1] + data.x_cat.shape[1] + 1} tokens per row)"
-    return batch_size, why
 
 
 class _Validation:
@@ -326,7 +139,7 @@ class _Validation:
     (``validation_cadence``).  ``history`` holds (epoch, seconds since the fit started, score)."""
 
     def __init__(self, fitted: FittedMaya, data: TrainData, score_fn: Callable, cfg: TrainConfig,
-                 ckpt: BestCheckpoint, weight_avg: Optional[WeightAverage], clock: _Clock,
+                 ckpt: BestCheckpoint, weight_avg: Optional[WeightAverage], clock: StepClock,
                  budget: TimeBudget, kept_back: Callable[[], float], batch_size: int):
         self.fitted, self.data, self.score_fn, self.cfg = fitted, data, score_fn, cfg
         self.ckpt, self.weight_avg, self.clock = ckpt, weight_avg, clock
@@ -377,49 +190,37 @@ class _Validation:
         return True
 
 
-def _train_epoch(net: MayaNetwork, opt, data: TrainData, cfg: TrainConfig, batch_size: int, rng, budget: TimeBudget,
-                 clock: _Clock, threads: AdaptiveThreads, weight_avg: Optional[WeightAverage],
-                 kept_back: Callable[[], float]) -> tuple:
-    """One pass over the rows in shuffled batches: (steps taken, whether the budget cut the epoch short, the
-    last batch's loss).  No step starts that cannot end before what training keeps back (``kept_back``)."""
-    params, loss_fn, device = cfg.params, cfg.loss_fn, cfg.device
-    use_bw = params["use_branch_weights"] and params["num_branch"] > 1
-    net.train()
-    steps, loss, reserve = 0, None, kept_back()
-    for idx in batch_slices(len(data), batch_size, rng):
-        if budget.remaining() < clock.step + reserve:
-            return steps, True, loss
-        t_step = time.perf_counter()
-        threads.before_step(allow_probe=budget.remaining() > 10 * clock.step + reserve)
-        idx_t = torch.from_numpy(idx).to(device)
-        yl, yt = data.y_label[idx_t], data.y_target[idx_t]
-        with autocast(device):
-            out, branches = net.forward_train(data.x_num[idx_t], data.x_cat[idx_t], yl, return_branches=True)
-        per_row = loss_fn(out, yt)
-        w = data.sample_weight
-        loss = (per_row * w[idx_t]).sum() / w[idx_t].sum() if w is not None else per_row.mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if use_bw:
-            net.update_branch_weights(branches, lambda q: loss_fn(q, yt).mean(), params["branch_momentum"])
-        if weight_avg is not None:
-            weight_avg.update(net)
-        threads.after_step()
-        steps += 1
-        clock.record_step(time.perf_counter() - t_step)
-        reserve = kept_back()
-    return steps, False, loss
+@dataclass
+class _Run:
+    """One network's training run: what every epoch reads, and the counts its summary reports."""
+    fitted: FittedMaya
+    opt: torch.optim.Optimizer
+    data: TrainData
+    cfg: TrainConfig
+    batch_size: int  # 0: no step fits in the budget (``stop_reason`` says why)
+    budget: TimeBudget
+    clock: StepClock
+    threads: AdaptiveThreads
+    weight_avg: Optional[WeightAverage]
+    ckpt: BestCheckpoint
+    rng: np.random.Generator
+    stop_reason: str
+    val: Optional[_Validation] = None
+    steps: int = 0
+    epochs: int = 0  # epochs completed
+    epoch_time: float = 0.0  # seconds of the last epoch, its validation pass included
+    epoch_train_s: float = 0.0  # seconds of the last epoch's steps
+    loss: Optional[torch.Tensor] = None  # the last batch's
+
+    def kept_back(self) -> float:
+        """Seconds held back from training: the final context encoding, plus the caller's passes after it."""
+        return self.clock.encode_estimate(len(self.data), self.batch_size) * (1 + self.cfg.reserve_passes)
 
 
-def train_maya(fitted: FittedMaya, data: TrainData, cfg: TrainConfig, budget: TimeBudget,
-               val_score_fn: Optional[Callable[[FittedMaya], float]] = None) -> dict:
-    """Trains ``fitted.net`` on ``data``: AdamW (``make_optimizer``), the batch the budget allows (``plan_batch``),
-    epochs of shuffled batches (``_train_epoch``), validation passes with early stopping on ``val_score_fn``
-    (higher is better) and the best weights restored (``_Validation``).  The budget is checked before every step,
-    encoding and validation pass against their measured durations; on time it stops and keeps the best (or last)
-    weights.  The summary's ``context_fresh``: whether the context was encoded with the weights ``fitted`` ends
-    with."""
+def _start(fitted: FittedMaya, data: TrainData, cfg: TrainConfig, budget: TimeBudget,
+           val_score_fn: Optional[Callable[[FittedMaya], float]]) -> _Run:
+    """The optimizer (``make_optimizer``), the batch the budget allows (``plan_batch``), patience in epochs
+    stretched on a small table (``patience_stretch``), the weight average and the validation passes."""
     net, params, n = fitted.net, cfg.params, len(data)
     validated = val_score_fn is not None
     batch_size = max(2, min(int(params["batch_size"]), n))
@@ -436,66 +237,121 @@ def train_maya(fitted: FittedMaya, data: TrainData, cfg: TrainConfig, budget: Ti
         logger.log(20, f"\tMAYA: {why}")
     ema_epochs = params["ema_epochs"] if batch_size else None
     weight_avg = WeightAverage(net, float(ema_epochs), int(np.ceil(n / batch_size))) if ema_epochs else None
-    clock = _Clock()
+    run = _Run(fitted, opt, data, cfg, batch_size, budget, StepClock(), threads, weight_avg, ckpt,
+               np.random.default_rng(cfg.seed), stop_reason="max_epochs" if batch_size else why)
+    if validated:
+        run.val = _Validation(fitted, data, val_score_fn, cfg, ckpt, weight_avg, run.clock, budget, run.kept_back,
+                              batch_size)
+    return run
 
-    def kept_back() -> float:
-        """Seconds held back from training: the final context encoding, plus the caller's passes after it."""
-        return clock.encode_estimate(n, batch_size) * (1 + cfg.reserve_passes)
 
-    val = _Validation(fitted, data, val_score_fn, cfg, ckpt, weight_avg, clock, budget, kept_back,
-                      batch_size) if validated else None
-    rng = np.random.default_rng(cfg.seed)
-    steps, epochs_done, epoch_time, epoch_train_s, loss = 0, 0, 0.0, 0.0, None
-    stop_reason = "max_epochs" if batch_size else why  # batch 0: no step fits in the budget
-    # this member's dropout masks come from its own generator: members trained in parallel threads must
-    # not draw from one shared stream (see network.dropout_generator)
-    with dropout_generator(torch.Generator().manual_seed(int(cfg.seed))):
-        for epoch in range(1, cfg.max_epochs + 1 if batch_size else 1):
-            # keep time for the context encoding that follows training when the restored weights need it
-            if epoch_time and budget.remaining() < epoch_time + kept_back():
-                stop_reason = "time: not enough left for another epoch"
-                if val is not None and val.last < epochs_done:
-                    val.run(epochs_done, epoch_train_s, loss)  # the epochs since the last pass may hold the best
-                break
-            t0, t_train = budget.elapsed(), time.perf_counter()
-            done, interrupted, epoch_loss = _train_epoch(net, opt, data, cfg, batch_size, rng, budget, clock,
-                                                         threads, weight_avg, kept_back)
-            steps, loss = steps + done, epoch_loss if epoch_loss is not None else loss
-            if interrupted:
-                stop_reason = "time: not enough left for another step"
-            if steps == 0:
-                break
-            epoch_train_s = time.perf_counter() - t_train
-            epochs_done = epoch
-            if val is not None:
-                # validate now unless the budget holds another epoch, a pass after it, the final encoding and one
-                # more pass as a margin
-                last_chance = budget.remaining() < epoch_train_s + 2 * (clock.validation or 0.0) + kept_back()
-                if (val.due(epoch) or epoch == cfg.max_epochs or interrupted or last_chance) \
-                        and not val.run(epoch, epoch_train_s, loss):
-                    stop_reason = "time: not enough left for a validation pass"
-                    break
-            epoch_time = budget.elapsed() - t0
-            if interrupted:
-                break
-            if ckpt.should_stop():
-                stop_reason = "early stopping"
-                break
-    if stop_reason.startswith(("time", "infeasible")):
-        logger.log(15, f"\tStopping MAYA after epoch {epochs_done}: {stop_reason}")
+def _train_epoch(run: _Run) -> tuple:
+    """One pass over the rows in shuffled batches: (steps taken, whether the budget cut the epoch short, the
+    last batch's loss).  No step starts that cannot end before what training keeps back (``_Run.kept_back``)."""
+    net, data, cfg, budget, clock = run.fitted.net, run.data, run.cfg, run.budget, run.clock
+    params, loss_fn, device = cfg.params, cfg.loss_fn, cfg.device
+    use_bw = params["use_branch_weights"] and params["num_branch"] > 1
+    net.train()
+    steps, loss, reserve = 0, None, run.kept_back()
+    for idx in batch_slices(len(data), run.batch_size, run.rng):
+        if budget.remaining() < clock.step + reserve:
+            return steps, True, loss
+        t_step = time.perf_counter()
+        run.threads.before_step(allow_probe=budget.remaining() > 10 * clock.step + reserve)
+        idx_t = torch.from_numpy(idx).to(device)
+        yl, yt = data.y_label[idx_t], data.y_target[idx_t]
+        with autocast(device):
+            out, branches = net.forward_train(data.x_num[idx_t], data.x_cat[idx_t], yl, return_branches=True)
+        per_row = loss_fn(out, yt)
+        w = data.sample_weight
+        loss = (per_row * w[idx_t]).sum() / w[idx_t].sum() if w is not None else per_row.mean()
+        run.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        run.opt.step()
+        if use_bw:
+            net.update_branch_weights(branches, lambda q: loss_fn(q, yt).mean(), params["branch_momentum"])
+        if run.weight_avg is not None:
+            run.weight_avg.update(net)
+        run.threads.after_step()
+        steps += 1
+        clock.record_step(time.perf_counter() - t_step)
+        reserve = run.kept_back()
+    return steps, False, loss
+
+
+def _validate_after(run: _Run, epoch: int, interrupted: bool) -> bool:
+    """A validation pass after ``epoch`` where one is due, or where the budget does not hold another epoch, a
+    pass after it, the final encoding and one more pass as a margin; False when a pass no longer fits."""
+    last_chance = run.budget.remaining() < run.epoch_train_s + 2 * (run.clock.validation or 0.0) + run.kept_back()
+    if run.val.due(epoch) or epoch == run.cfg.max_epochs or interrupted or last_chance:
+        return run.val.run(epoch, run.epoch_train_s, run.loss)
+    return True
+
+
+def _run_epochs(run: _Run):
+    """Epochs until ``max_epochs``, early stopping or the budget; ``run.stop_reason`` records which."""
+    budget, val = run.budget, run.val
+    for epoch in range(1, run.cfg.max_epochs + 1 if run.batch_size else 1):
+        # keep time for the context encoding that follows training when the restored weights need it
+        if run.epoch_time and budget.remaining() < run.epoch_time + run.kept_back():
+            run.stop_reason = "time: not enough left for another epoch"
+            if val is not None and val.last < run.epochs:
+                val.run(run.epochs, run.epoch_train_s, run.loss)  # the epochs since the last pass may hold the best
+            return
+        t0, t_train = budget.elapsed(), time.perf_counter()
+        done, interrupted, epoch_loss = _train_epoch(run)
+        run.steps, run.loss = run.steps + done, epoch_loss if epoch_loss is not None else run.loss
+        if interrupted:
+            run.stop_reason = "time: not enough left for another step"
+        if run.steps == 0:
+            return
+        run.epoch_train_s = time.perf_counter() - t_train
+        run.epochs = epoch
+        if val is not None and not _validate_after(run, epoch, interrupted):
+            run.stop_reason = "time: not enough left for a validation pass"
+            return
+        run.epoch_time = budget.elapsed() - t0
+        if interrupted:
+            return
+        if run.ckpt.should_stop():
+            run.stop_reason = "early stopping"
+            return
+
+
+def _finish(run: _Run) -> dict:
+    """Restores the best weights (or, without validation, ships the weight average) and returns the summary."""
+    net, ckpt, val, weight_avg = run.fitted.net, run.ckpt, run.val, run.weight_avg
     restored = ckpt.best_state is not None
     if restored:
         ckpt.restore(net)
     elif weight_avg is not None:  # no validation (refit_full): ship the average of the last steps
         net.load_state_dict(weight_avg.model.module.state_dict())
-    final_epoch = ckpt.best_epoch if restored else epochs_done
+    final_epoch = ckpt.best_epoch if restored else run.epochs
     context_epoch = val.context_epoch if val is not None else None
-    return {"steps": steps, "epochs": epochs_done, "best_epoch": final_epoch,
+    return {"steps": run.steps, "epochs": run.epochs, "best_epoch": final_epoch,
             "best_score": ckpt.best_score if restored else None,
-            "epoch_time": epoch_time, "history": val.history if val is not None else [],
-            "final_lr": opt.param_groups[0]["lr"], "batch_size": batch_size, "stop_reason": stop_reason,
+            "epoch_time": run.epoch_time, "history": val.history if val is not None else [],
+            "final_lr": run.opt.param_groups[0]["lr"], "batch_size": run.batch_size, "stop_reason": run.stop_reason,
             "context_fresh": context_epoch is not None and context_epoch == final_epoch
-            and (restored or context_epoch == epochs_done),
-            "step_seconds": clock.step, "validation_seconds": clock.validation,
-            "threads": threads.history, "weight_average_decay": weight_avg.decay if weight_avg else None,
+            and (restored or context_epoch == run.epochs),
+            "step_seconds": run.clock.step, "validation_seconds": run.clock.validation,
+            "threads": run.threads.history, "weight_average_decay": weight_avg.decay if weight_avg else None,
             "best_is_average": val.best_is_average if val is not None else None}
+
+
+def train_maya(fitted: FittedMaya, data: TrainData, cfg: TrainConfig, budget: TimeBudget,
+               val_score_fn: Optional[Callable[[FittedMaya], float]] = None) -> dict:
+    """Trains ``fitted.net`` on ``data``: AdamW (``make_optimizer``), the batch the budget allows (``plan_batch``),
+    epochs of shuffled batches (``_train_epoch``), validation passes with early stopping on ``val_score_fn``
+    (higher is better) and the best weights restored (``_Validation``).  The budget is checked before every step,
+    encoding and validation pass against their measured durations; on time it stops and keeps the best (or last)
+    weights.  The summary's ``context_fresh``: whether the context was encoded with the weights ``fitted`` ends
+    with."""
+    run = _start(fitted, data, cfg, budget, val_score_fn)
+    # this member's dropout masks come from its own generator: members trained in parallel threads must
+    # not draw from one shared stream (see network.dropout_generator)
+    with dropout_generator(torch.Generator().manual_seed(int(cfg.seed))):
+        _run_epochs(run)
+    if run.stop_reason.startswith(("time", "infeasible")):
+        logger.log(15, f"\tStopping MAYA after epoch {run.epochs}: {run.stop_reason}")
+    return _finish(run)

@@ -15,10 +15,11 @@ import torch
 import torch.nn.functional as F
 
 from autogluon_maya.common.training import TimeBudget
-from autogluon_maya.maya import trainer
 from autogluon_maya.maya.defaults import resolve_defaults
 from autogluon_maya.maya.network import FeatureTokenizer, IAILBlock, MayaNetwork, MBABlock
 from autogluon_maya.maya.trainer import FittedMaya, TrainConfig, TrainData, make_loss, train_maya
+
+from .nets import maya_network
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
@@ -88,7 +89,7 @@ def tiny_net(label_kind="class", num_classes=3, out_dim=None, n_num=3, cats=(4, 
     args.update(kw)
     if out_dim is None:
         out_dim = num_classes if label_kind == "class" else 1
-    return MayaNetwork(n_num=n_num, cat_cardinalities=list(cats), out_dim=out_dim, label_kind=label_kind,
+    return maya_network(n_num=n_num, cat_cardinalities=list(cats), out_dim=out_dim, label_kind=label_kind,
                        num_classes=num_classes if label_kind == "class" else 0, **args)
 
 
@@ -280,7 +281,7 @@ def test_train_maya_updates_branch_weights_only_when_enabled(use_branch_weights)
     x_num = torch.randn(48, 3, generator=g)
     x_cat = torch.zeros(48, 0, dtype=torch.long)
     y = (x_num[:, 0] > 0).long()
-    net = MayaNetwork(n_num=3, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
+    net = maya_network(n_num=3, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
                       hidden_size=8, num_heads=2, num_branch=2, num_layers=2, intermediate_factor=1.0,
                       dropout=0.0, use_branch_weights=use_branch_weights)  # no dropout: the update is deterministic
     fitted = FittedMaya(net)
@@ -437,22 +438,6 @@ def test_decoder_layers_are_chained():
     torch.testing.assert_close(net.decode(q, keys, values), expected, rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("with_validation", [True, False])
-def test_the_learning_rate_is_constant_with_or_without_validation(with_validation):
-    """The paper's constant rate, in a validated fit whose score never improves and in a refit (no validation):
-    a refit replays the fit's epochs on the same schedule."""
-    torch.manual_seed(0)
-    x_num, x_cat = torch.randn(32, 3), torch.zeros(32, 0, dtype=torch.long)
-    y = (x_num[:, 0] > 0).long()
-    net = MayaNetwork(3, [], 2, "class", num_classes=2, hidden_size=8, num_heads=2, num_branch=1, num_layers=1)
-    params = {**_train_params(False), "learning_rate": 1e-2, "patience": None, "batch_size": 4}
-    summary = train_maya(FittedMaya(net), TrainData(x_num, x_cat, y, y, None),
-                         TrainConfig(params=params, loss_fn=make_loss("class"),
-                                     device=torch.device("cpu"), seed=0, max_epochs=8),
-                         TimeBudget(None), val_score_fn=(lambda f: 0.5) if with_validation else None)
-    assert summary["epochs"] == 8 and summary["final_lr"] == 1e-2
-
-
 @pytest.mark.parametrize("bias", [True, False])
 def test_cls_only_block_equals_the_cls_row_of_the_full_block(bias):
     """The encoder runs its last block on the [CLS] row alone (its query projection on that row only);
@@ -490,7 +475,7 @@ def test_one_block_encoder_equals_the_full_block_on_the_shared_cls_query(n_cat):
     all rows, the key and value projections folded into it): the same encodings and the same gradients as
     running the paper's full block over every token and reading its [CLS] row."""
     torch.manual_seed(0)
-    net = MayaNetwork(n_num=4, cat_cardinalities=[3] * n_cat, out_dim=3, label_kind="class", num_classes=3,
+    net = maya_network(n_num=4, cat_cardinalities=[3] * n_cat, out_dim=3, label_kind="class", num_classes=3,
                       hidden_size=16, num_heads=2, num_branch=3, num_layers=1, dropout=0.0).eval()
     net.blocks[0].branch_weights.copy_(torch.tensor([0.2, 0.5, 0.3]))
     with torch.no_grad():
@@ -519,7 +504,7 @@ def test_one_block_encoder_equals_the_full_block_on_the_shared_cls_query(n_cat):
 
 def test_decoder_prelu_is_a_learned_slope_ffn():
     """Table 12 offers decoder_act_type relu|prelu; prelu has a learned negative slope (0.25 at init)."""
-    net = MayaNetwork(n_num=3, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
+    net = maya_network(n_num=3, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
                       hidden_size=8, num_heads=2, decoder_act_type="prelu")
     acts = [m for m in net.decoder[0].ffn.modules() if isinstance(m, torch.nn.PReLU)]
     assert len(acts) == 1
@@ -552,7 +537,7 @@ def test_patience_spans_at_least_eight_epochs_of_steps_when_an_epoch_is_one_step
     torch.manual_seed(0)
     x_num = torch.randn(40, 3)
     y = (x_num[:, 0] > 0).long()
-    net = MayaNetwork(n_num=3, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
+    net = maya_network(n_num=3, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
                       hidden_size=8, num_heads=2, num_branch=2, num_layers=1, dropout=0.0)
     params = {**resolve_defaults("binary", "paper"), "patience": 4, "use_branch_weights": False}
     summary = train_maya(FittedMaya(net), TrainData(x_num, torch.zeros(40, 0, dtype=torch.long), y, y, None),

@@ -251,18 +251,23 @@ def test_the_memory_estimate_counts_the_embedding():
         == MayaModel._estimate_memory_usage_static(X=categorical, hyperparameters={"num_embeddings": None})
 
 
-def test_a_network_without_bins_takes_the_linear_token_only_where_piecewise_is_the_tables_default(x_train):
-    """``MayaNetwork`` built without training rows (a FLOP count, a unit test) cannot have piecewise bins: where
-    "piecewise" is only the table's default it gets the linear token; asked for explicitly, it is an error."""
-    from autogluon_maya.maya.defaults import resolve_defaults
-    from autogluon_maya.maya.network import MayaNetwork
+def test_a_network_is_handed_every_setting_and_piecewise_needs_the_bins(x_train):
+    """``MayaNetwork`` holds no defaults: built with a setting missing it is an error naming it; the token is
+    the one it is handed, and "piecewise" without the training rows' bins is an error."""
+    from autogluon_maya.maya.network import NETWORK_KEYS, MayaNetwork
 
-    assert resolve_defaults("binary")["num_embeddings"] == "piecewise"
-    assert MayaNetwork(N_NUM, [], 2, "class", 2).tokenizer.num_weight is not None
-    built = MayaNetwork(N_NUM, [], 2, "class", 2, num_bins=training_bins(x_train))
+    from .nets import network_settings
+
+    settings = network_settings("binary", num_embeddings="piecewise")
+    built = MayaNetwork(N_NUM, [], 2, "class", 2, num_bins=training_bins(x_train), **settings)
     assert isinstance(built.tokenizer.num_embedding, PiecewiseLinearEmbeddings)
+    assert MayaNetwork(N_NUM, [], 2, "class", 2, **{**settings, "num_embeddings": None}).tokenizer.num_weight \
+        is not None
     with pytest.raises(ValueError, match="needs the training rows' bin edges"):
-        MayaNetwork(N_NUM, [], 2, "class", 2, num_embeddings="piecewise")
+        MayaNetwork(N_NUM, [], 2, "class", 2, **settings)
+    for key in NETWORK_KEYS:
+        with pytest.raises(TypeError, match=f"missing: \\['{key}'\\]"):
+            MayaNetwork(N_NUM, [], 2, "class", 2, **{k: v for k, v in settings.items() if k != key})
 
 
 def test_memory_estimate_counts_an_inf_column_as_one_with_a_missing_indicator():

@@ -16,7 +16,7 @@ from autogluon.core.utils.exceptions import TimeLimitExceeded
 
 from autogluon_maya import MayaModel
 from benchlib.ensemble import prior_fallbacks
-from autogluon_maya.maya import trainer
+from autogluon_maya.maya import schedule
 
 TINY = {"hidden_size": 16, "num_heads": 2, "ensemble_members": 1, "adaptive_threads": False,
         "num_branch": 4}  # the network these tiny fits were sized with
@@ -88,14 +88,23 @@ def test_a_network_trained_for_a_handful_of_steps_gives_way_to_the_prior(tmp_pat
 
 
 def test_a_network_that_beats_the_prior_is_kept(tmp_path, one_torch_thread_seeded):
-    """The same table and budget scored by accuracy, where the network ties the majority class: it is kept."""
+    """Scored by accuracy on validation rows without the training majority class, the prior (which predicts that
+    class) scores 0, so any network ties or beats it: the network trained at the table's settings is kept."""
+    from autogluon_maya.maya.defaults import resolve_defaults
+
     X, y = _nine_classes(400)
+    val = (y.index >= 300) & (y != 0)
     model = MayaModel(path=str(tmp_path / "m"), name="m", problem_type="multiclass", eval_metric="accuracy",
-                      hyperparameters={**TINY, "max_epochs": 1})
-    model.fit(X=X.iloc[:300], y=y.iloc[:300], X_val=X.iloc[300:], y_val=y.iloc[300:], num_cpus=1, num_gpus=0)
+                      hyperparameters={"hidden_size": 16, "num_heads": 2, "ensemble_members": 1,
+                                       "adaptive_threads": False, "max_epochs": 1})
+    model.fit(X=X.iloc[:300], y=y.iloc[:300], X_val=X[val], y_val=y[val], num_cpus=1, num_gpus=0)
     info = model.get_info()["maya_fit"]
-    assert info["validation"]["maya"] >= info["validation"]["prior"]
+    assert info["validation"]["prior"] == 0.0 and info["validation"]["maya"] >= 0.0
     assert info["fallback"] is None and len(model.model) == 1 and model.params_trained["member_replay_count"] == 1
+    net, table = model.model.members[0].net, resolve_defaults("multiclass")
+    assert [len(block.branch_norms) for block in net.blocks] == [table["num_branch"]] * table["num_layers"]
+    assert net.tokenizer.num_weight is not None and net.tokenizer.num_embedding is None  # the table's linear token
+    assert not np.allclose(model.predict_proba(X.iloc[300:]), np.tile(_frequencies(y.iloc[:300]), (100, 1)))
 
 
 def test_each_fold_of_a_bag_is_judged_on_its_own_validation_rows(tmp_path, one_torch_thread_seeded):
@@ -118,7 +127,7 @@ def test_each_fold_of_a_bag_is_judged_on_its_own_validation_rows(tmp_path, one_t
 
 def _steps_cost(monkeypatch, seconds: float):
     """Every training step is estimated at ``seconds`` (the trainer's own estimate measures steps)."""
-    monkeypatch.setattr(trainer, "estimate_step_seconds", lambda *a, **k: seconds)
+    monkeypatch.setattr(schedule, "estimate_step_seconds", lambda *a, **k: seconds)
 
 
 @pytest.mark.parametrize("validation", [False, True])
@@ -144,6 +153,6 @@ def test_without_validation_a_fit_needs_time_for_about_one_epoch(tmp_path, monke
 
 
 def test_one_epoch_fits_is_the_epochs_steps_and_its_encoding():
-    assert trainer.one_epoch_fits(128, 1.0, 1200, 15.0) == ""
-    assert trainer.one_epoch_fits(128, 1.0, 1200, 14.9).startswith("infeasible")
-    assert trainer.one_epoch_fits(128, 1.0, 1200, float("inf")) == ""
+    assert schedule.one_epoch_fits(128, 1.0, 1200, 15.0) == ""
+    assert schedule.one_epoch_fits(128, 1.0, 1200, 14.9).startswith("infeasible")
+    assert schedule.one_epoch_fits(128, 1.0, 1200, float("inf")) == ""

@@ -14,6 +14,8 @@ from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya import trainer
 from autogluon_maya.maya.defaults import PROBLEM_TYPES, resolve_defaults
 
+from .nets import maya_network
+
 from .test_search_space import PAPER_TABLE12
 from plugin_tests.resources import fit_on_cores
 
@@ -77,7 +79,7 @@ def _train_on_a_plateau(recipe: str, monkeypatch):
     _RecordingAdamW.built = []
     x = torch.randn(64, 3)
     y = (x[:, 0] > 0).long()
-    fitted = trainer.FittedMaya(trainer.MayaNetwork(3, [], 2, "class", 2, hidden_size=8, num_heads=2))
+    fitted = trainer.FittedMaya(maya_network(3, [], 2, "class", 2, hidden_size=8, num_heads=2))
     params = {**resolve_defaults("binary", recipe), "learning_rate": 1e-2, "weight_decay": 0.1, "patience": None,
               "batch_size": 8, "validation_every": 1, "adaptive_threads": False}
     summary = trainer.train_maya(fitted, trainer.TrainData(x, torch.zeros(64, 0, dtype=torch.long), y, y, None),

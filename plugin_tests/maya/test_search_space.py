@@ -164,7 +164,7 @@ def _step_seconds(config: dict, batch: int) -> float:
 
     from autogluon_maya.maya.network import NETWORK_KEYS, MayaNetwork
 
-    net_args = {k: config[k] for k in NETWORK_KEYS if k in config}
+    net_args = {k: {**resolve_defaults('binary'), 'num_embeddings': None, **config}[k] for k in NETWORK_KEYS}
     net_args["hidden_size"] = round_hidden_size(config["hidden_size"], config["num_heads"])
     with torch.device("meta"):
         net = MayaNetwork(n_num=CPU_FEATURES, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
@@ -177,7 +177,7 @@ def _step_seconds(config: dict, batch: int) -> float:
 
 def _trained_batch(config: dict) -> int:
     """The batch the trainer's shrink-or-skip rule trains ``config`` at in a CPU trial: 0 where it skips it."""
-    from autogluon_maya.maya.trainer import MIN_STEPS_PER_EPOCH, effective_batch_size, fit_batch_to_budget
+    from autogluon_maya.maya.schedule import MIN_STEPS_PER_EPOCH, effective_batch_size, fit_batch_to_budget
 
     batch = effective_batch_size(config["batch_size"], CPU_ROWS, max(AUTO_BATCH_ROWS.values()))
     return fit_batch_to_budget(batch, _step_seconds(config, batch), CPU_TRIAL_SECONDS, MIN_STEPS_PER_EPOCH)[0]

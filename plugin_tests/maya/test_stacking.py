@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from autogluon.tabular import TabularPredictor
 
-from autogluon_maya.maya.trainer import effective_batch_size
+from autogluon_maya.maya.schedule import effective_batch_size
 from plugin_tests.resources import fit_on_cores
 
 

@@ -16,6 +16,8 @@ from autogluon_maya.maya.defaults import resolve_defaults
 from autogluon_maya.maya.members import MEMBER_SEED_STRIDE as S
 from autogluon_maya.maya.members import MemberJudge, MemberSettings, stop_rule, train_members
 
+from .nets import maya_network
+
 
 class Clock:
     def __init__(self):
@@ -71,7 +73,7 @@ def test_patience_stops_the_trainer_at_the_epoch_it_counts_to(one_torch_thread_s
     """A validation score that never improves after epoch 1, patience 3, 8 steps an epoch: stop after epoch 4."""
     x = torch.randn(64, 3)
     y = (x[:, 0] > 0).long()
-    fitted = trainer.FittedMaya(trainer.MayaNetwork(3, [], 2, "class", 2, hidden_size=8, num_heads=2))
+    fitted = trainer.FittedMaya(maya_network(3, [], 2, "class", 2, hidden_size=8, num_heads=2))
     params = {**resolve_defaults("binary"), "patience": 3, "batch_size": 8, "validation_every": 1,
               "adaptive_threads": False}
     summary = trainer.train_maya(fitted, trainer.TrainData(x, torch.zeros(64, 0, dtype=torch.long), y, y, None),

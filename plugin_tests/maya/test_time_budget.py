@@ -14,10 +14,11 @@ from autogluon.core.utils.exceptions import TimeLimitExceeded
 from autogluon_maya import MayaModel
 from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya.defaults import resolve_defaults
-from autogluon_maya.maya.network import MayaNetwork
-from autogluon_maya.maya.trainer import (FittedMaya, TrainConfig, TrainData, fit_batch_to_budget, make_loss,
-                                         train_maya)
+from autogluon_maya.maya.schedule import fit_batch_to_budget
+from autogluon_maya.maya.trainer import FittedMaya, TrainConfig, TrainData, make_loss, train_maya
 from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
+
+from .nets import maya_network
 
 # tests set torch's thread count or fit a model (which seeds torch): both are put back after each
 pytestmark = pytest.mark.usefixtures("torch_globals_kept")
@@ -34,7 +35,7 @@ def _data(n=2048, f=8, seed=0):
 def test_a_step_too_slow_for_the_budget_is_never_started():
     torch.set_num_threads(1)
     x_num, x_cat, y = _data()
-    net = MayaNetwork(n_num=8, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2, **HEAVY)
+    net = maya_network(n_num=8, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2, **HEAVY)
     params = {**resolve_defaults("binary"), "patience": 5, "batch_size": 2048, "num_branch": 8}
     t0 = time.time()
     summary = train_maya(FittedMaya(net), TrainData(x_num, x_cat, y, y, None),
@@ -63,10 +64,12 @@ def test_a_default_configuration_is_never_shrunk_in_a_fresh_process():
 
     code = (
         "import torch; torch.set_num_threads(1)\n"
-        "from autogluon_maya.maya.network import MayaNetwork\n"
-        "from autogluon_maya.maya.trainer import estimate_step_seconds, fit_batch_to_budget\n"
+        "from autogluon_maya.maya.defaults import resolve_defaults\n"
+        "from autogluon_maya.maya.network import NETWORK_KEYS, MayaNetwork\n"
+        "from autogluon_maya.maya.schedule import estimate_step_seconds, fit_batch_to_budget\n"
+        "table = {**resolve_defaults('binary'), 'num_embeddings': None}\n"
         "g = torch.Generator().manual_seed(0); x = torch.randn(2000, 41, generator=g)\n"
-        "net = MayaNetwork(n_num=41, cat_cardinalities=[], out_dim=2, label_kind='class', num_classes=2)\n"
+        "net = MayaNetwork(41, [], 2, 'class', 2, **{k: table[k] for k in NETWORK_KEYS})\n"
         "est = estimate_step_seconds(net, x, torch.zeros(2000, 0, dtype=torch.long), (x[:, 0] > 0).long(), 256, 30.0)\n"
         "print(est, fit_batch_to_budget(256, est, 30.0, 8)[0])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
@@ -90,7 +93,7 @@ def test_model_fit_of_an_infeasible_config_raises_time_limit_with_the_reason(tmp
 def _cadence_fit(validation_every, patience=4, max_epochs=12):
     """A small fit whose validation score never improves: early stopping decides when it ends."""
     x_num, x_cat, y = _data(n=256)
-    net = MayaNetwork(n_num=8, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
+    net = maya_network(n_num=8, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
                       hidden_size=16, num_heads=2, num_branch=1, num_layers=1)
     params = {**resolve_defaults("binary", "paper"), "patience": patience, "batch_size": 32,
               "use_branch_weights": False, "num_branch": 1, "validation_every": validation_every}
@@ -112,7 +115,7 @@ def test_validation_every_k_epochs_keeps_patience_in_epochs():
 
 
 def test_auto_cadence_keeps_validation_a_small_share_of_the_time():
-    from autogluon_maya.maya.trainer import MAX_VALIDATION_EVERY, VALIDATION_SHARE, validation_cadence
+    from autogluon_maya.maya.schedule import MAX_VALIDATION_EVERY, VALIDATION_SHARE, validation_cadence
 
     assert validation_cadence("auto", 0.1, 10.0) == 1  # cheap validation: every epoch
     assert validation_cadence(2, 0.1, 10.0) == 2  # an explicit cadence is used as given
@@ -144,7 +147,7 @@ def test_the_trainer_picks_its_threads_through_adaptive_threads(monkeypatch, ada
 
     monkeypatch.setattr(trainer, "AdaptiveThreads", Recorder)
     x_num, x_cat, y = _data(n=48)
-    net = MayaNetwork(n_num=8, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
+    net = maya_network(n_num=8, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2,
                       hidden_size=8, num_heads=2, num_layers=1)
     params = {**resolve_defaults("binary"), "batch_size": 16, "adaptive_threads": adaptive}
     summary = train_maya(FittedMaya(net), TrainData(x_num, x_cat, y, y, None),

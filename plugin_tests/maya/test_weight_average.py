@@ -9,8 +9,9 @@ from torch import nn
 
 from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya.defaults import resolve_defaults
-from autogluon_maya.maya.network import MayaNetwork
 from autogluon_maya.maya.trainer import FittedMaya, TrainConfig, TrainData, WeightAverage, make_loss, train_maya
+
+from .nets import maya_network
 from plugin_tests.resources import fit_on_cores, torch_globals_kept  # noqa: F401  (a fixture)
 
 # the tests seed torch and set its thread count: both are put back after each
@@ -78,7 +79,7 @@ def _fit(ema_epochs, validate: bool, policy=None):
     g = torch.Generator().manual_seed(0)
     x = torch.randn(512, 4, generator=g)
     y = (x[:, 0] + 0.5 * x[:, 1] > 0).long()
-    net = MayaNetwork(n_num=4, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2, hidden_size=16,
+    net = maya_network(n_num=4, cat_cardinalities=[], out_dim=2, label_kind="class", num_classes=2, hidden_size=16,
                       num_heads=2, num_branch=2, num_layers=1)
     fitted = FittedMaya(net)
     # the paper's constant rate: the same live trajectory with and without validation

@@ -9,7 +9,7 @@ import pytest
 from autogluon.core.utils.exceptions import NotEnoughMemoryError, TimeLimitExceeded
 
 from autogluon_maya import MayaModel
-from autogluon_maya.maya import trainer
+from autogluon_maya.maya import schedule
 
 from .test_prior_fallback import autogluon_log, autogluon_log_level  # noqa: F401  (a fixture)
 
@@ -65,7 +65,7 @@ def test_a_table_whose_steps_cannot_fit_the_time_is_declined_naming_the_reason(t
     """A step estimated at 10 s (injected) on a clock that stands still: 8 steps do not fit in a 30 s limit at any
     batch, so the fit declines before training, and says so in the log and the exception."""
     X, y = _wide(120)
-    monkeypatch.setattr(trainer, "estimate_step_seconds", lambda *a, **k: 10.0)
+    monkeypatch.setattr(schedule, "estimate_step_seconds", lambda *a, **k: 10.0)
     model = MayaModel(path=str(tmp_path / "m"), name="m", problem_type="binary", hyperparameters=TINY)
     model._budget_clock = lambda: 0.0
     with autogluon_log(caplog), pytest.raises(TimeLimitExceeded, match="infeasible.*521 tokens per row"):

@@ -124,6 +124,34 @@ def test_numeric_transform_reaches_the_fitted_encoder(setting, problem_type, wan
         assert not np.allclose(x1, minmax, atol=1e-2)
 
 
+@pytest.fixture
+def built_networks(monkeypatch):
+    """Every ``MayaNetwork`` a fit builds, whether or not the fit keeps it (a fit may give way to the prior)."""
+    from autogluon_maya.maya import network
+
+    built, init = [], network.MayaNetwork.__init__
+
+    def recorded(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        built.append(self)
+
+    monkeypatch.setattr(network.MayaNetwork, "__init__", recorded)  # the class itself stays picklable
+    return built
+
+
+def _reads_scaled_inputs(net, scale: float) -> bool:
+    """Whether the network's numeric tokens of x are those of the same tokenizer at scale 1 of ``scale`` x."""
+    import copy
+
+    import torch
+
+    unit = copy.deepcopy(net.tokenizer)
+    unit.num_scale = 1.0
+    x = torch.randn(5, net.tokenizer.n_num, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        return torch.allclose(net.tokenizer.numeric_tokens(x), unit.numeric_tokens(scale * x), atol=1e-6)
+
+
 @pytest.mark.parametrize("setting, problem_type, want", [
     ({"numeric_scale": 2.5}, "binary", 2.5),
     ({}, "multiclass", 1.0),  # the table's (defaults.DEFAULT_PARAMS)
@@ -131,20 +159,27 @@ def test_numeric_transform_reaches_the_fitted_encoder(setting, problem_type, wan
     ({"recipe": "paper"}, "multiclass", 1.0),
     ({}, "binary", 1.0),
     ({}, "regression", 1.0)])
-def test_numeric_scale_reaches_the_network(setting, problem_type, want):
-    # four branches on classification: the network these tiny fits were sized with, which beats the prior on them
-    branches = {} if problem_type == "regression" else {"num_branch": 4}
+def test_numeric_scale_reaches_the_network(built_networks, setting, problem_type, want):
+    """Every network the fit builds, at the table's settings otherwise, reads s x; refit_full builds its own so."""
+    from autogluon_maya.maya.defaults import resolve_defaults
+
     df = _frame()
     if problem_type == "multiclass":
         df["y"] += (df["x2"] > 0.5).astype(int)
     pred = TabularPredictor(label="y", path="ag", verbosity=0, problem_type=problem_type).fit(
-        df, hyperparameters={"MAYA": {**TINY, **branches, **setting}}, raise_on_model_failure=True,
+        df, hyperparameters={"MAYA": {**TINY, **setting}}, raise_on_model_failure=True,
         fit_weighted_ensemble=False)
-    model = pred._trainer.load_model(pred.model_names()[0])
-    assert {m.net.tokenizer.num_scale for m in model.model.members} == {want}
-    if problem_type == "multiclass":  # refit_full replays it
-        refit = pred._trainer.load_model(pred.refit_full()[model.name])
-        assert {m.net.tokenizer.num_scale for m in refit.model.members} == {want}
+    table = resolve_defaults(problem_type, setting.get("recipe", "default"))
+    assert built_networks and all(len(net.blocks[0].branch_norms) == table["num_branch"] for net in built_networks)
+    assert {net.tokenizer.num_scale for net in built_networks} == {want}
+    assert all(_reads_scaled_inputs(net, want) for net in built_networks)
+    if problem_type == "multiclass":  # refit_full replays the members kept, each built with the setting
+        model = pred._trainer.load_model(pred.model_names()[0])
+        fitted = len(built_networks)
+        pred.refit_full()
+        refit = built_networks[fitted:]
+        assert len(refit) == model.params_trained["member_replay_count"]
+        assert all(net.tokenizer.num_scale == want and _reads_scaled_inputs(net, want) for net in refit)
 
 
 BAD = [("hidden_size", 0), ("hidden_size", 64.5), ("num_branch", True), ("dropout", 1.0), ("dropout", -0.1),

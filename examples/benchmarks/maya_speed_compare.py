@@ -61,9 +61,16 @@ except ImportError:
     p = {**args["params"], **args["old_params"]}
 else:
     p = check_params({**resolve_defaults(ds.task), **args["params"], **args["table_params"]})
-net = MayaNetwork(t.x_num.shape[1], enc.cat_cardinalities, out, kind, out if kind == "class" else 0,
-                  **{k: p[k] for k in ("hidden_size", "num_heads", "num_branch", "num_layers",
-                                       "intermediate_factor", "dropout", "num_decoder_layers", "decoder_dropout")})
+try:  # a version whose network takes every setting from its caller (no defaults of its own)
+    from autogluon_maya.maya.network import NETWORK_KEYS, training_bins
+except ImportError:
+    net_kw = {k: p[k] for k in ("hidden_size", "num_heads", "num_branch", "num_layers", "intermediate_factor",
+                                "dropout", "num_decoder_layers", "decoder_dropout")}
+else:
+    net_kw = {k: p[k] for k in NETWORK_KEYS}
+    if p["num_embeddings"] == "piecewise" and t.x_num.shape[1]:
+        net_kw["num_bins"] = training_bins(torch.from_numpy(t.x_num) * p["numeric_scale"])
+net = MayaNetwork(t.x_num.shape[1], enc.cat_cardinalities, out, kind, out if kind == "class" else 0, **net_kw)
 x_num, x_cat, y_t = torch.from_numpy(t.x_num), torch.from_numpy(t.x_cat), torch.from_numpy(yl)
 loss_fn = make_loss(kind)
 """
@@ -116,9 +123,10 @@ PARAMS = {  # 172ea17's default size (two MBA blocks; the default is one since f
 # one behaviour today's version has.  Today's version keeps the rate constant under recipe="paper" (which also
 # decays only the weight matrices: the same AdamW work per step) and averages weights only with ema_epochs set
 # (regression's default is 5).  Its other settings are its table's: validation every k epochs ("auto"), adaptive
-# threads.
+# threads; its numeric token is the paper's linear one (``num_embeddings=None``, what recipe="paper" requires
+# and the old version has).
 OLD_PARAMS = {"lr_scheduler": "none"}
-TABLE_PARAMS = {"recipe": "paper", "ema_epochs": None}
+TABLE_PARAMS = {"recipe": "paper", "ema_epochs": None, "num_embeddings": None}
 
 
 def child_args(params: dict, **args) -> dict:

@@ -24,7 +24,7 @@ from autogluon_maya.common.preprocessing import TabularEncoder, TargetScaler
 from benchlib.protocol import default_datasets_dir, load_dataset, p1_split
 from autogluon_maya.common.training import TimeBudget
 from autogluon_maya.maya.defaults import AUTO_BATCH_ROWS, check_params, resolve_defaults
-from autogluon_maya.maya.network import NETWORK_KEYS, MayaNetwork
+from autogluon_maya.maya.network import NETWORK_KEYS, MayaNetwork, training_bins
 from autogluon_maya.maya.trainer import FittedMaya, TrainConfig, TrainData, effective_batch_size, make_loss, train_maya
 
 
@@ -69,7 +69,9 @@ def main():
         kind, out_dim, n_cls, yl = "class", int(codes.max()) + 1, int(codes.max()) + 1, codes
     else:
         kind, out_dim, n_cls, yl = "real", 1, 0, TargetScaler(y).transform(y)
-    net = MayaNetwork(t.x_num.shape[1], enc.cat_cardinalities, out_dim, kind, n_cls, problem_type=ds.task,
+    bins = training_bins(torch.from_numpy(t.x_num) * p["numeric_scale"]) \
+        if p["num_embeddings"] == "piecewise" and t.x_num.shape[1] else None
+    net = MayaNetwork(t.x_num.shape[1], enc.cat_cardinalities, out_dim, kind, n_cls, num_bins=bins,
                       **{k: p[k] for k in NETWORK_KEYS})
     fitted = FittedMaya(net)
     x_num, x_cat, y_t = torch.from_numpy(t.x_num), torch.from_numpy(t.x_cat), torch.from_numpy(yl)

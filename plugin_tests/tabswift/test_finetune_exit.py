@@ -231,15 +231,18 @@ class StepClock:
 
 
 def _clocked(monkeypatch, name: str, clock: StepClock):
+    """Each call of ``name`` (an episode's loss, in the module whose loop calls it) advances ``clock``."""
+    import autogluon_maya.tabswift.exit_heads as heads
     import autogluon_maya.tabswift.finetune as ft
 
-    real = getattr(ft, name)
+    module = heads if name == "exit_episode_loss" else ft
+    real = getattr(module, name)
 
     def episode(*args, **kwargs):
         clock.now += clock.per_episode
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ft, name, episode)
+    monkeypatch.setattr(module, name, episode)
 
 
 def test_exit_head_retraining_starts_a_step_only_if_it_ends_by_the_deadline(monkeypatch, one_torch_thread_seeded):

@@ -67,17 +67,15 @@ Writes ``results.csv``, ``results.json``, ``results.md`` and ``speed_ratio.png``
 from __future__ import annotations
 
 import argparse
-import ctypes
-import gc
 import json
 import os
 import platform
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -89,15 +87,16 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from benchlib.cpu_timing import PeakRSS, wall_and_cpu  # noqa: E402
 from benchlib.p1 import prediction_scores  # noqa: E402
 from benchlib.provenance import code_version  # noqa: E402
+from benchlib.tabswift_vs_ta_report import TA, markdown, plot  # noqa: E402
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT  # noqa: E402
 from autogluon_maya.tabswift.export import export_to_authors  # noqa: E402
 from autogluon_maya.tabswift.weights import load_checkpoint  # noqa: E402
 
 TABLES = {"phoneme": "binary", "bank_churn": "binary", "satimage": "multiclass", "cpu_act": "regression"}
 OUT = REPO / "examples" / "benchmarks" / "results" / "tabswift_vs_ta"
-TA = "TA-TabSwift"
 #: our variants: (name suffix, label, hyperparameters); "file" = the exported file, "shipped" = our checkpoint
 OURS = [("_authors16", "ours, pipeline='authors', 16 members", "file", {"pipeline": "authors", "n_estimators": 16}),
         ("_defaults", "ours, defaults (8 members)", "file", {}),
@@ -149,52 +148,6 @@ def never_the_prior(active: bool):
         yield
     finally:
         OurModel._prior_verdict = original
-
-
-# ---- memory ------------------------------------------------------------------------------------------------
-_LIBC = ctypes.CDLL("libc.so.6") if sys.platform.startswith("linux") else None
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def _rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * _PAGE
-
-
-class PeakRSS:
-    """Peak resident set size during a window, sampled by a thread (torch releases the GIL in its kernels)."""
-
-    def __init__(self, interval: float = 0.005):
-        self.interval, self.peak, self._on = interval, 0, False
-        threading.Thread(target=self._run, daemon=True).start()
-
-    def _run(self):
-        while True:
-            if self._on:
-                self.peak = max(self.peak, _rss())
-            time.sleep(self.interval)
-
-    def start(self) -> int:
-        gc.collect()
-        if _LIBC is not None:
-            _LIBC.malloc_trim(0)
-        self.base = self.peak = _rss()
-        self._on = True
-        return self.base
-
-    def stop(self) -> float:
-        """Peak minus the start, MiB."""
-        self._on = False
-        self.peak = max(self.peak, _rss())
-        return (self.peak - self.base) / 2 ** 20
-
-    @contextmanager
-    def window(self, record: dict, key: str):
-        self.start()
-        try:
-            yield
-        finally:
-            record[key] = round(self.stop(), 1)
 
 
 class FitWindows(AbstractCallback):
@@ -344,9 +297,7 @@ def run_table(name: str, args, exported: Path, base: Path, table: torch.Tensor, 
                 p = TabularPredictor.load(predictor.path, verbosity=0) if kind == "loaded" else predictor
                 rec: dict = {}
                 with patched_ta_load(table, multiclass), sampler.window(rec, "mb"):
-                    t, cpu = time.perf_counter(), time.process_time()
-                    out = call(p, m)
-                    seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
+                    out, seconds, cpu = wall_and_cpu(partial(call, p, m))
                 timing[m][kind].append(seconds)
                 timing[m][f"{kind}_cpu"].append(cpu)
                 timing[m][f"{kind}_peak_mb"].append(rec["mb"])
@@ -414,74 +365,6 @@ def run_table(name: str, args, exported: Path, base: Path, table: torch.Tensor, 
         rows.append(row)
     return rows
 
-
-# ---- report ------------------------------------------------------------------------------------------------
-def _fmt(v, spec=".3f"):
-    return "" if v is None or (isinstance(v, float) and np.isnan(v)) else format(v, spec)
-
-
-def markdown(rows: list) -> str:
-    lines = ["| table | model | agreement with TA | max abs diff | test score | fit s (+ validation pass) "
-             "| predict s / 1k rows, loaded / warm | speed vs TA, loaded / warm | peak MB, loaded / warm "
-             "| memory vs TA, loaded / warm | disk MB | saved caches vs fresh | tau (mean exit layer) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        reg = r["task"] == "regression"
-        if r["model"] == TA:
-            agree, diff = "(reference)", ""
-        elif reg:
-            agree, diff = "", f"{r['vs_ta_max_diff_over_y_std']:.3g} y-std"
-        else:
-            agree, diff = f"{r['vs_ta_class_agreement']:.4f}", f"{r['vs_ta_max_abs_diff']:.3g}"
-        score = (f"RMSE {r['score_rmse']:.4g}" if reg else f"acc {r['score_accuracy']:.4f}"
-                 + (f", AUC {r['score_roc_auc']:.4f}" if r.get("score_roc_auc") is not None else ""))
-        timed = "predict_loaded_s_per_1k" in r
-        speed = (f"{r['predict_loaded_s_per_1k']:.2f} / {r['predict_warm_s_per_1k']:.2f} ({r['threads']} thr.)"
-                 if timed else "")
-        ratio = (f"{r['speed_ratio_loaded']:.2f}x / {r['speed_ratio_warm']:.2f}x" if "speed_ratio_loaded" in r else "")
-        mem = f"{r['predict_loaded_peak_mb']:.0f} / {r['predict_warm_peak_mb']:.0f}" if timed else ""
-        mem_ratio = (f"{_fmt(r.get('memory_ratio_loaded'), '.2f')}x / {_fmt(r.get('memory_ratio_warm'), '.2f')}x"
-                     if "memory_ratio_loaded" in r else "")
-        same = f"{r['saved_vs_fresh_max_diff']:.2g}" if "saved_vs_fresh_max_diff" in r else ""
-        tau = ""
-        if "tau" in r and r["model"].endswith("_tau"):
-            tau = "off" if r["tau"] is None else f"{r['tau']} ({r['mean_exit_layer_test']:.2f} of {r['layers']})"
-        lines.append(f"| {r['table']} | {r['variant']} | {agree} | {diff} | {score} | {r['fit_s']:.2f} "
-                     f"({_fmt(r.get('fit_window_s'), '.1f')}) | {speed} | {ratio} | {mem} | {mem_ratio} "
-                     f"| {_fmt(r.get('disk_mb'), '.1f')} | {same} | {tau} |")
-    return "\n".join(lines)
-
-
-def plot(rows: list, path: Path, size: str = "shipped") -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker  # noqa: F401
-
-    df = pd.DataFrame([r for r in rows if "speed_ratio_loaded" in r])
-    tables = list(dict.fromkeys(df["table"]))
-    variants = list(dict.fromkeys(df["variant"]))
-    fig, ax = plt.subplots(figsize=(10, 5.5))
-    width = 0.8 / (2 * len(variants))
-    for j, v in enumerate(variants):
-        sub = df[df["variant"] == v].set_index("table").reindex(tables)
-        x = np.arange(len(tables)) + (2 * j - len(variants) + 0.5) * width
-        ax.bar(x, sub["speed_ratio_loaded"], width, label=f"{v}: loaded from disk", color=f"C{j}")
-        ax.bar(x + width, sub["speed_ratio_warm"], width, label=f"{v}: persisted, warm", color=f"C{j}", alpha=0.45,
-               hatch="//")
-    ax.set_yscale("log", base=2)
-    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
-    ax.axhline(1.0, color="black", lw=0.8)
-    ax.axhline(2.0, color="red", lw=0.8, ls="--", label="target: 2x")
-    ax.set_xticks(np.arange(len(tables)), tables)
-    ax.set_ylabel("TA-TABSWIFT predict time / ours (log scale)")
-    ax.set_ylim(top=2 * float(df[["speed_ratio_loaded", "speed_ratio_warm"]].max().max()))
-    ax.set_title(f"Predict speed on CPU, same weights ({size}), 1 torch thread each (higher = ours faster)")
-    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.08))
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def main(argv=None) -> int:

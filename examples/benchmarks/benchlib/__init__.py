@@ -12,10 +12,14 @@ A script run as ``python examples/benchmarks/X.py`` has this folder's parent fir
 ``report``   ``results.md`` + figures from ``results.jsonl``.
 ``runner``   one fit per child process (protocol P1), with its metrics, timings and peak memory.
 ``ensemble`` report logic of the GBDT / + MAYA + TabSwift / + TabM + RealMLP ensemble benchmark.
+``ensemble_store``  its result rows: settings, resume keys, file names, package versions.
+``ensemble_report`` its report: ``results.md`` and the figures from those rows.
 ``fit_clock`` an AutoGluon callback recording each model's wall-clock fit time.
 ``provenance`` the git commits every result row records (which code ran it).
 ``tables``   the results tables of README.md and docs/*.md, one module per document (``results_tables.py``).
 ``repo``     the repository checkout these helpers sit in.
+``cpu_timing`` wall-clock and CPU time of calls, peak memory (the TabSwift speed scripts).
+``tabswift_speed_report``, ``tabswift_vs_ta_report`` the reports of ``tabswift_speed.py`` and ``tabswift_vs_ta.py``.
 
 Only ``results`` and ``stats`` are imported here: the rest pulls in matplotlib or AutoGluon.
 """

@@ -419,6 +419,10 @@ def main(argv=None) -> None:
         except ValueError as e:
             raise SystemExit(f"error: {e}")
     else:
+        import autogluon_maya
+
+        # the fits (child processes, which inherit it) start their Ray fold workers at normal priority
+        autogluon_maya.ray_workers_at_normal_priority()
         run(args, out)
         text = write_report(out, settings_of(args))
     print(text)

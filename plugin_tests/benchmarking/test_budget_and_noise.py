@@ -46,3 +46,11 @@ def test_limit_counts_count_only_recorded_rows():
     assert limit_counts(results, ["TabM", "MAYA", "LightGBM"]) == {"TabM": "1 of 2", "MAYA": "—",
                                                                     "LightGBM": "0 of 1"}
     assert limit_counts(results.drop(columns="at_limit"), ["TabM"]) == {"TabM": "—"}
+
+
+def test_p_text():
+    from benchlib.stats import p_text
+
+    assert p_text(0.0001) == "< 0.01"
+    assert p_text(0.109375) == "0.11"
+    assert p_text(1.0) == "1.00"

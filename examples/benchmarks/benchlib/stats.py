@@ -243,3 +243,8 @@ def sign_test_p(better: int, worse: int) -> float:
 
     n = int(better) + int(worse)
     return float(binomtest(int(better), n).pvalue) if n else 1.0
+
+
+def p_text(p: float) -> str:
+    """A p-value as the tables print it: two decimals, "< 0.01" below that."""
+    return "< 0.01" if p < 0.005 else f"{p:.2f}"

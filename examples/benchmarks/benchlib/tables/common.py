@@ -298,7 +298,10 @@ def budget_pairs(folder: str, base: str, trials: Sequence[tuple]) -> str:
 def decision_trials(folder: str, trials: Sequence[tuple]) -> str:
     """One row per trial, each against its own baselines (``(baseline model, trial model)`` comparisons) over the
     (decision table, split seed) pairs where both ran: pairs better / level / worse on validation, the mean
-    relative gain of the trial, the mean fit seconds of both sides."""
+    relative gain of the trial, the mean fit seconds of both sides, and the sign test's p-value of better against
+    worse (above 0.1: level within noise)."""
+    from ..stats import p_text, sign_test_p
+
     latest = latest_rows(folder)
     body = []
     for label, comparisons in trials:
@@ -317,7 +320,7 @@ def decision_trials(folder: str, trials: Sequence[tuple]) -> str:
         if not gains:
             continue
         mean = round(100 * sum(gains) / len(gains), 2) + 0.0  # (+ 0.0: no "-0.00")
-        body.append([label, str(len(gains)), " / ".join(map(str, counts)), f"{mean:+.2f} %",
-                     f"{sum(secs[0]) / len(gains):.0f}", f"{sum(secs[1]) / len(gains):.0f}"])
-    return markdown(["trial (against the default)", "pairs", "better / level / worse", "mean relative gain",
-                     "default s", "trial s"], body)
+        body.append([label, str(len(gains)), " / ".join(map(str, counts)), p_text(sign_test_p(counts[0], counts[2])),
+                     f"{mean:+.2f} %", f"{sum(secs[0]) / len(gains):.0f}", f"{sum(secs[1]) / len(gains):.0f}"])
+    return markdown(["trial (against the default)", "pairs", "better / level / worse", "sign test p",
+                     "mean relative gain", "default s", "trial s"], body)

@@ -114,9 +114,11 @@ def _per_table_means(fits: Dict[tuple, Dict[str, dict]], configs: Dict[str, str]
 @table("ensemble-two-seeds-targets")
 def ensemble_two_seeds_targets(folder: str = TWO_SEEDS) -> str:
     """Each comparison over the (table, seed) pairs measured: pairs at least as good, the mean relative error
-    reduction, the worst table (mean over its seeds), and whether each target is met (only once all 24 pairs
-    are measured; before that, the verdict says how many are)."""
+    reduction, the worst table (mean over its seeds), whether each target is met (only once all 24 pairs
+    are measured; before that, the verdict says how many are), and the pairs better / worse with the sign test's
+    p-value (above 0.1: level within noise)."""
     from ..ensemble import mean_finite
+    from ..stats import p_text, sign_test_p
 
     fits = two_seed_fits(folder)
     n, by_table = len(fits), _by_table(fits)
@@ -132,6 +134,7 @@ def ensemble_two_seeds_targets(folder: str = TWO_SEEDS) -> str:
         rers = [rer(f[a], f[b]) for f in fits.values()]
         at_least = sum(r >= 0 for r in rers)
         mean = mean_finite(rers)[0]
+        better, worse = sum(r > 0 for r in rers), sum(r < 0 for r in rers)
         per_table = {d: sum(rer(f[a], f[b]) for f in fs) / len(fs) for d, fs in by_table.items()}
         worst = min(per_table, key=per_table.get)
         body.append([label,
@@ -140,9 +143,10 @@ def ensemble_two_seeds_targets(folder: str = TWO_SEEDS) -> str:
                      judged(percent(mean), None if min_mean is None else percent(min_mean),
                             min_mean is not None and mean >= min_mean),
                      judged(f"{percent(per_table[worst])} ({worst})", None if min_table is None else percent(min_table),
-                            min_table is not None and per_table[worst] >= min_table)])
+                            min_table is not None and per_table[worst] >= min_table),
+                     f"{better} / {worse} ({p_text(sign_test_p(better, worse))})"])
     return markdown(["comparison, (table, seed) pairs", "pairs at least as good", "mean relative error reduction",
-                     "worst table (mean over seeds)"], body, "lrrl")
+                     "worst table (mean over seeds)", "better / worse (sign test p)"], body, "lrrlr")
 
 
 # ---- the ensemble benchmark with AutoGluon's own schedule for TabM and RealMLP, and every family together -----
@@ -176,10 +180,12 @@ def all_fits(folder: str = ALL_FOLDER) -> Dict[tuple, Dict[str, dict]]:
 def ensemble_all_targets(folder: str = ALL_FOLDER) -> str:
     """Each comparison over the (table, seed) pairs where both fits exist: pairs at least as good, the mean and
     the median relative error reduction, the worst table (mean over its seeds), the mean without the best table,
-    and each target's verdict once all 24 pairs are measured (before that, how many are)."""
+    each target's verdict once all 24 pairs are measured (before that, how many are), and the pairs better / worse
+    with the sign test's p-value (above 0.1: level within noise)."""
     import statistics
 
     from ..ensemble import mean_finite
+    from ..stats import p_text, sign_test_p
 
     fits = all_fits(folder)
     body = []
@@ -198,6 +204,7 @@ def ensemble_all_targets(folder: str = ALL_FOLDER) -> str:
 
         rers = [rer(f[a], f[b]) for f in pairs.values()]
         at_least, mean, median = sum(r >= 0 for r in rers), mean_finite(rers)[0], statistics.median(rers)
+        better, worse = sum(r > 0 for r in rers), sum(r < 0 for r in rers)
         per_table: Dict[str, list] = {}
         for (d, _), f in pairs.items():
             per_table.setdefault(d, []).append(rer(f[a], f[b]))
@@ -213,9 +220,11 @@ def ensemble_all_targets(folder: str = ALL_FOLDER) -> str:
                             min_median is not None and median >= min_median),
                      judged(f"{percent(per_table[worst])} ({worst})", None if min_table is None else percent(min_table),
                             min_table is not None and per_table[worst] >= min_table),
-                     f"{percent(rest)} (without {best})" if len(per_table) > 1 else "—"])
+                     f"{percent(rest)} (without {best})" if len(per_table) > 1 else "—",
+                     f"{better} / {worse} ({p_text(sign_test_p(better, worse))})"])
     return markdown(["comparison, (table, seed) pairs", "pairs at least as good", "mean relative error reduction",
-                     "median", "worst table (mean over seeds)", "mean without the best table"], body, "lrrrll")
+                     "median", "worst table (mean over seeds)", "mean without the best table",
+                     "better / worse (sign test p)"], body, "lrrrllr")
 
 
 def final_weight_text(row: dict) -> str:

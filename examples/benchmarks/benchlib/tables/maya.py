@@ -16,9 +16,12 @@ ALONE = (("MAYA", "MAYA"), ("TABM", "TabM"), ("REALMLP", "RealMLP"), ("CAT", "Ca
 def maya_alone_300s() -> str:
     """MAYA alone beside TabM, RealMLP, CatBoost and LightGBM at their defaults, 300 s each on 2 cores: the test
     score per table, a mean over the split seeds every model has, the best in bold; MAYA's and TabM's fit
-    seconds; whether MAYA >= TabM; the average rank of each model (1 = best) over the tables shown."""
+    seconds; whether MAYA >= TabM, with the sign test of ahead against behind; the average rank of each model
+    (1 = best) over the tables shown."""
+    from ..stats import p_text, sign_test_p
+
     models = [m for m, _ in ALONE]
-    body, rank_sum, wins = [], {m: 0.0 for m in models}, 0
+    body, rank_sum, wins, ahead, losses = [], {m: 0.0 for m in models}, 0, 0, 0
     for d in TABLES12:
         recs, common, mean = seed_means(SINGLE, d, models)
         if not common:
@@ -30,13 +33,16 @@ def maya_alone_300s() -> str:
             rank_sum[m] += rank_of(test[m], test.values(), not regression)
         win = test["MAYA"] <= test["TABM"] if regression else test["MAYA"] >= test["TABM"]
         wins += win
+        losses += test["MAYA"] > test["TABM"] if regression else test["MAYA"] < test["TABM"]
+        ahead += test["MAYA"] < test["TABM"] if regression else test["MAYA"] > test["TABM"]
         seconds = lambda m: f"{mean(m, lambda r: float(r['fit_s'])):.0f}"  # noqa: E731
         body.append([f"{d} ({'RMSE ↓' if regression else 'accuracy'})", " ".join(map(str, common))]
                     + [f"**{fmt(test[m])}**" if test[m] == best else fmt(test[m]) for m in models]
                     + [f"{seconds('MAYA')} / {seconds('TABM')}", "yes" if win else "no"])
     n = len(body)
     body.append([f"**{n} tables: average rank**", ""] + [f"{rank_sum[m] / max(n, 1):.2f}" for m in models]
-                + ["", f"**{wins} of {n}**"])
+                + ["", f"**{wins} of {n}** (ahead {ahead}, behind {losses}: sign test p = "
+                       f"{p_text(sign_test_p(ahead, losses))})"])
     header = ["table", "seeds"] + [f"{label} test" for _, label in ALONE] + ["fit s MAYA / TabM", "MAYA >= TabM"]
     return markdown(header, body, "ll" + "r" * len(models) + "rl")
 

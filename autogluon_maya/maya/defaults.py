@@ -56,6 +56,9 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     "ensemble_members": "auto",  # up to AUTO_MEMBERS networks while a time limit holds them (members.py)
     "parallel_members": "auto",  # CPU: the first two members train at once, one thread each
     "adaptive_threads": True,  # CPU: keep 1 or num_cpus threads, whichever steps faster
+    # inference context (Eq. 14): None attends over every training row (the paper's); N over N rows drawn once
+    # at fit (context.draw_context).  Off until validated on large tables
+    "max_context_rows": None,
     # preprocessing
     "numeric_transform": "quantile",  # the paper's; the others are options (common.preprocessing)
     "numeric_scale": 1.0,  # numeric token j = (s x_j) W_j + b_j
@@ -177,6 +180,7 @@ CHECKS = {
     "patience": ("None or an integer >= 1", _or(lambda v: v is None, _int(1))),
     "validation_every": ("'auto' or an integer >= 1", _or(_one_of("auto"), _int(1))),
     "ema_epochs": ("None or a number > 0", _or(lambda v: v is None, _real(0, lo_open=True))),
+    "max_context_rows": ("None or an integer >= 1", _or(lambda v: v is None, _int(1))),
     "ensemble_members": ("'auto' or an integer >= 1", _or(_one_of("auto"), _int(1))),
     "parallel_members": ("'auto' or an integer >= 1", _or(_one_of("auto"), _int(1))),
     "numeric_transform": ("one of " + ", ".join(NUMERIC_TRANSFORMS), _one_of(*NUMERIC_TRANSFORMS)),

@@ -1,5 +1,6 @@
 """Fitted MAYA networks, as a trained model keeps and pickles them.  ``FittedMaya`` holds a network with its
-inference context (the key projections and label embeddings of every training row, Eq. 14) as buffers, so that
+inference context (the key projections and label embeddings of its context rows, Eq. 14: every training row, or
+the ``max_context_rows`` a fit drew, ``context.draw_context``) as buffers, so that
 ``.to(device)`` and pickling move them together and a model trained on a GPU loads on a CPU.
 
 Saved predictors name these classes by ``autogluon_maya.maya.trainer``, where they were first defined; that module

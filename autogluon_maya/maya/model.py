@@ -146,7 +146,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         p.update(hidden_size=round_hidden_size(p["hidden_size"], p["num_heads"]),
                  batch_size=effective_batch_size(p["batch_size"], len(enc), AUTO_BATCH_ROWS[self.problem_type]))
         classification = self.problem_type in (BINARY, MULTICLASS)
-        data, y_np = self._training_data(enc, y, sample_weight, device, classification)
+        data, y_np = self._training_data(enc, y, sample_weight, device, classification, (p["max_context_rows"], seed))
         net_args = self._network_args(enc, p, classification)
         val_proba, val_score_fn, judge, score_proba = self._validation_scorers(X_val, y_val, device)
         prior = self._prior_prediction(y_np if classification else np.asarray(y, dtype=np.float64), sample_weight)
@@ -170,7 +170,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         self.model, self._fit_summary = FittedMayaMembers([f for f, _ in kept]), s
         self._fit_info = {"stop": {**s["stop"], "seconds": round(seconds, 3), "time_limit": time_limit,
                                    "stopped_early": None if time_limit is None else seconds < 0.5 * time_limit},
-                          "members_kept": len(kept), "fallback": None}
+                          "members_kept": len(kept), "context_rows": data.context_size, "fallback": None}
         fallback = self._worse_than_prior(kept, s, val_proba, score_proba, prior, y_val)
         if fallback:
             self._fall_back_to_prior(prior, fallback)
@@ -185,11 +185,13 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         logger.log(15, f"\tMAYA trained {s['epochs']} epochs (best {s['best_epoch']}, batch {s['batch_size']}, "
                        f"stop: {s['stop_reason']}), threads chosen {s['threads']}; {len(kept)} member(s)")
 
-    def _training_data(self, enc, y: pd.Series, sample_weight, device, classification: bool) -> tuple:
+    def _training_data(self, enc, y: pd.Series, sample_weight, device, classification: bool, context) -> tuple:
         """(the training rows as tensors on ``device``, the targets as numpy): class codes, or the standardized
-        target (the paper's regression loss is an MSE on it, Eq. 9)."""
+        target (the paper's regression loss is an MSE on it, Eq. 9).  ``context``: (``max_context_rows``, the
+        fit's seed); a cap below the rows restricts the inference context to rows drawn once here."""
         from ..common.preprocessing import TargetScaler
         from ..common.training import to_tensors
+        from .context import draw_context
         from .trainer import TrainData
 
         if not classification:
@@ -197,7 +199,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         y_np = np.asarray(y, dtype=np.int64) if classification else self._target_scaler.transform(y)
         x_num, x_cat, y_t = to_tensors([enc.x_num, enc.x_cat, y_np], device)
         w_t = None if sample_weight is None else to_tensors([np.asarray(sample_weight, np.float32)], device)[0]
-        return TrainData(x_num, x_cat, y_t, y_t, w_t), y_np
+        rows = draw_context(y_np, *context, classification=classification)
+        return TrainData(x_num, x_cat, y_t, y_t, w_t).with_context(rows), y_np
 
     def _network_args(self, enc, p: dict, classification: bool) -> dict:
         """What every member's ``MayaNetwork`` is built from: the table's shape, and the network settings as
@@ -238,7 +241,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                               reserve_passes=reserve_passes)
             summary = train_maya(fitted, data, cfg, member_budget, val_score_fn=val_score_fn)
             if summary["steps"] > 0 and not summary["context_fresh"]:  # the restored weights must encode it
-                fitted.set_context(data.x_num, data.x_cat, data.y_label)
+                fitted.set_context(*data.context_rows())
             return summary
 
         return build, train
@@ -373,7 +376,8 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         attention and FFN over every token, which peaks in the eval-mode encoding of a 1,024-row context chunk
         and accumulates over the blocks of a training batch (autograd).  A one-block encoder computes only the
         [CLS] row.  A numeric embedding adds its parameters and its encoding of a chunk (``embedding_bytes``).
-        Two members training at once double the network's part; torch's first import adds its own."""
+        Two members training at once double the network's part; torch's first import adds its own.  The
+        inference context (every row, or ``max_context_rows``) sets the similarity block and the context buffers."""
         import sys
 
         from .schedule import effective_batch_size
@@ -395,7 +399,10 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         if parallel_wanted(hp["parallel_members"]) > 1 \
                 and activation_bytes(b, f, d, L, br) <= PARALLEL_MAX_ACTIVATION_BYTES:
             network *= 2  # two members may train at once
-        small = 4 * n * f * 6 + 4 * min(1 << 26, 1024 * n)  # data copies, the inference similarity block
+        # data copies of every row; the inference similarity block and the context's buffers (a key projection
+        # per IAIL block, the label embeddings, the encodings) hold the context rows only (max_context_rows)
+        ctx = n if hp.get("max_context_rows") is None else min(n, int(hp["max_context_rows"]))
+        small = 4 * n * f * 6 + 4 * min(1 << 26, 1024 * ctx) + 4 * ctx * d * (int(hp["num_decoder_layers"]) + 2)
         return int(1.25 * (FIT_OVERHEAD_BYTES + network) + small
                    + (0 if "torch" in sys.modules else TORCH_IMPORT_BYTES))
 

@@ -104,9 +104,29 @@ class TrainData(NamedTuple):
     y_label: torch.Tensor  # what IAIL embeds as a context row's label (Eq. 13)
     y_target: torch.Tensor  # what the loss compares the prediction with (Eq. 9)
     sample_weight: Optional[torch.Tensor] = None
+    # the inference context (Eq. 14) as (x_num, x_cat, y_label) where it is a subset of the rows
+    # (``max_context_rows``, ``context.draw_context``); None: every training row, the paper's
+    context: Optional[tuple] = None
 
     def __len__(self) -> int:
         return len(self.x_num)
+
+    def context_rows(self) -> tuple:
+        """(x_num, x_cat, y_label) of the rows every validation pass and the final model encode as context."""
+        return self.context if self.context is not None else (self.x_num, self.x_cat, self.y_label)
+
+    @property
+    def context_size(self) -> int:
+        return len(self.context_rows()[0])
+
+    def with_context(self, rows) -> "TrainData":
+        """This data with the context restricted to ``rows`` (indices); None keeps every row."""
+        if rows is None:
+            return self
+        idx = torch.as_tensor(rows, dtype=torch.long, device=self.x_num.device)
+        # (not ``_replace``: it counts the fields by ``len``, which here counts the rows)
+        return TrainData(self.x_num, self.x_cat, self.y_label, self.y_target, self.sample_weight,
+                         (self.x_num[idx], self.x_cat[idx], self.y_label[idx]))
 
 
 @dataclass(frozen=True)
@@ -156,12 +176,12 @@ class _Validation:
         """One pass after ``epoch``; False when its measured duration (the first time: an estimate from the
         steps) no longer fits in the budget beside what training keeps back."""
         data, net = self.data, self.fitted.net
-        t_val = self.clock.encode_estimate(len(data) + 1024, self.batch_size) * (2 if self.weight_avg else 1)
+        t_val = self.clock.encode_estimate(data.context_size + 1024, self.batch_size) * (2 if self.weight_avg else 1)
         if self.budget.remaining() < t_val + self.kept_back():
             return False
         tv = time.perf_counter()
         since = epoch - self.last
-        self.fitted.set_context(data.x_num, data.x_cat, data.y_label)
+        self.fitted.set_context(*data.context_rows())
         score = self.score_fn(self.fitted)
         self.context_epoch = epoch
         kept = net
@@ -169,7 +189,7 @@ class _Validation:
             # The average wins when training has settled but lags while the score still moves fast: score
             # both, keep the better (always keeping the average loses where it lags, docs/maya.md).
             with self.weight_avg.swapped_into(net):
-                self.fitted.set_context(data.x_num, data.x_cat, data.y_label)
+                self.fitted.set_context(*data.context_rows())
                 avg_score = self.score_fn(self.fitted)
             if np.isfinite(avg_score) and not avg_score < score:
                 score, kept = avg_score, self.weight_avg.model.module
@@ -214,7 +234,7 @@ class _Run:
 
     def kept_back(self) -> float:
         """Seconds held back from training: the final context encoding, plus the caller's passes after it."""
-        return self.clock.encode_estimate(len(self.data), self.batch_size) * (1 + self.cfg.reserve_passes)
+        return self.clock.encode_estimate(self.data.context_size, self.batch_size) * (1 + self.cfg.reserve_passes)
 
 
 def _start(fitted: FittedMaya, data: TrainData, cfg: TrainConfig, budget: TimeBudget,

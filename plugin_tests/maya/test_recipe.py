@@ -29,6 +29,7 @@ PAPER = {
     "num_embeddings": None,  # that linear token, not a periodic or piecewise-linear embedding
     "ema_epochs": None,  # the trained weights, no moving average
     "validation_every": 1,  # early stopping on the validation score of every epoch
+    "max_context_rows": None,  # IAIL attends over every training row at prediction time (Eq. 14)
     "recipe": "paper",  # the trainer: constant learning rate, weight decay on weight matrices only
 }
 TABLE12_BATCHES = {1024, 2048, 4096}

@@ -202,8 +202,8 @@ def locate_released(timeout: Optional[float] = None, download: bool = False) -> 
     except ImportError:
         raise ImportError(f"the authors' weights from the model hub need the optional package huggingface_hub "
                           f"({INSTALL_HINT}); or {MANUAL}") from None
-    if not download and cached_released() is None:
-        raise HubUnavailableError(f"{REPO_ID}/{FILENAME} is not on this machine; {PREFETCH_HINT}")
+    if cached_released() is None:  # nothing to convert: say why not to download before taking any lock
+        _check_download_allowed(download)
     lock_path = target.parent / f".{FILENAME}.lock"
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -218,6 +218,20 @@ def locate_released(timeout: Optional[float] = None, download: bool = False) -> 
     except OSError as err:  # the cache folder can not be created or locked
         raise HubUnavailableError(f"the cache folder {target.parent} can not be written ({type(err).__name__}: "
                                   f"{err})") from None
+
+
+def _check_download_allowed(download: bool, refused: str = "") -> None:
+    """Raises ``HubUnavailableError`` where no download may be tried: not asked for, ``HF_HUB_OFFLINE`` (checked
+    before any socket is opened), or the hub failed earlier in this process.  ``refused``: why the file in the
+    hub's local cache was not taken, put in front of the reason."""
+    if not download:
+        raise HubUnavailableError(f"{refused}{REPO_ID}/{FILENAME} is not on this machine; {PREFETCH_HINT}")
+    if hub_offline():
+        raise HubUnavailableError(f"{refused}HF_HUB_OFFLINE is set and {REPO_ID}/{FILENAME} is not in the local "
+                                  f"Hugging Face hub cache")
+    endpoint = hub_endpoint()
+    if endpoint in _FAILED:
+        raise HubUnavailableError(f"{refused}{_FAILED[endpoint]} (an earlier attempt in this process; not retried)")
 
 
 def _fetch_and_convert(target: Path, timeout: float, download: bool) -> Tuple[Path, str]:
@@ -248,14 +262,8 @@ def _fetch_and_convert(target: Path, timeout: float, download: bool) -> Tuple[Pa
             if not download:
                 raise
             refused = f"{err.reason}; "
-    if not download:
-        raise HubUnavailableError(f"{REPO_ID}/{FILENAME} is not on this machine; {PREFETCH_HINT}")
+    _check_download_allowed(download, refused)
     endpoint = hub_endpoint()
-    if hub_offline():  # before any socket is opened
-        raise HubUnavailableError(f"{refused}HF_HUB_OFFLINE is set and {REPO_ID}/{FILENAME} is not in the local "
-                                  f"Hugging Face hub cache")
-    if endpoint in _FAILED:
-        raise HubUnavailableError(f"{refused}{_FAILED[endpoint]} (an earlier attempt in this process; not retried)")
 
     def failed(reason: str) -> HubUnavailableError:
         _FAILED[endpoint] = reason

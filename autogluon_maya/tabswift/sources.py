@@ -87,6 +87,21 @@ def auto_choice_made() -> Optional[Path]:
     return None if kept is None else kept.path
 
 
+def auto_may_download() -> bool:
+    """Whether an "auto" not yet decided in this process would try to download the released weights (downloads
+    on, ``HF_HUB_OFFLINE`` unset, huggingface_hub installed, the hub not failed earlier): a fit that sizes its
+    network ahead of loading it can then expect the released size.  Reads no file and opens no socket."""
+    from .hub import _FAILED, downloads_switched_off, hub_endpoint, hub_offline
+
+    if downloads_switched_off() or hub_offline():
+        return False
+    try:
+        import huggingface_hub  # noqa: F401
+    except ImportError:
+        return False
+    return hub_endpoint() not in _FAILED
+
+
 def _caches() -> tuple:
     from .released import cache_dir
 
@@ -221,5 +236,5 @@ def prefetch_main(argv=None) -> int:
     return 0
 
 
-__all__ = ["AUTO", "ENV", "HUB", "SHIPPED", "WeightsChoice", "choose_weights", "forget_auto_choice",
-           "prefetch_main", "prefetch_weights", "resolve_checkpoint"]
+__all__ = ["AUTO", "ENV", "HUB", "SHIPPED", "WeightsChoice", "auto_may_download", "choose_weights",
+           "forget_auto_choice", "prefetch_main", "prefetch_weights", "resolve_checkpoint"]

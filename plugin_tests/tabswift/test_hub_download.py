@@ -18,7 +18,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -28,7 +27,7 @@ import pytest
 from autogluon_maya.tabswift import hub as hub_module
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
 from autogluon_maya.tabswift.hub import FILENAME, REPO_ID, HubUnavailableError, converted_path, forget_failures
-from autogluon_maya.tabswift.sources import choose_weights, forget_auto_choice, resolve_checkpoint
+from autogluon_maya.tabswift.sources import auto_may_download, choose_weights, forget_auto_choice, resolve_checkpoint
 from autogluon_maya.tabswift.weights import checkpoint_paths, read_checkpoint_info
 from plugin_tests.tabswift.test_released import SMALL_CONFIG, write_authors_ckpt
 
@@ -213,6 +212,7 @@ AUTO_HP = {"checkpoint_path": "auto", "fine_tune": False, "n_estimators": 1}
 
 # ---- (a) the first "auto" downloads and converts once ----------------------------------------------------------
 def test_first_auto_downloads_and_converts_once_then_reads_the_copy(online, fallback_warnings):
+    assert auto_may_download()
     first = choose_weights("auto")
     assert first.source == "released" and not first.fallback, first.reason
     assert f"downloaded from {online.hub.url}" in first.reason
@@ -323,6 +323,7 @@ def test_a_refused_file_falls_back_to_the_shipped_weights_with_the_reason(online
     ("AUTOGLUON_MAYA_HUB_DOWNLOAD", "0", "downloads are switched off ($AUTOGLUON_MAYA_HUB_DOWNLOAD=0)")])
 def test_offline_auto_opens_no_socket(online, monkeypatch, fallback_warnings, switch, value, why):
     monkeypatch.setenv(switch, value)
+    assert not auto_may_download()
     choice = choose_weights("auto")
     assert (choice.path, choice.source, choice.fallback) == (SHIPPED_CHECKPOINT, "shipped", True)
     assert why in choice.reason

@@ -179,6 +179,9 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.report_only:
+        import autogluon_maya
+
+        autogluon_maya.ray_workers_at_normal_priority()  # the bags' Ray fold workers beside other processes
         data_dir = args.data_dir or default_datasets_dir()
         done = {(r["table"], r["seed"], r["rows"]) for r in read_rows(args.out)}
         for n in map(int, args.sizes.split(",")):

@@ -18,6 +18,8 @@ class TorchPluginMixin:
     """Mixed into ``AbstractTorchModel`` subclasses that declare ``seed_name``."""
 
     _budget_clock = None  # the fit's clock in seconds; None: wall time (tests set a clock of their own)
+    _plugin_name = "the model"  # how its warnings name the model ("MAYA", "TabSwift")
+    _plugin_logger = logger  # the model's own logger, the one AutoGluon's verbosity and a user's handlers address
 
     def _fit_budget(self, time_limit: Optional[float]):
         """The fit's ``TimeBudget``: on wall time from ``fold_worker.fit_clock_start`` (a parallel fold counts its
@@ -132,6 +134,41 @@ class TorchPluginMixin:
             return prior_score, ""
         return prior_score, (f"validation {metric.name} {metric.convert_score_to_original(score):.4f} is worse than "
                              f"the prior's {metric.convert_score_to_original(prior_score):.4f}")
+
+    def _fall_back_to_prior(self, prior, reason: str) -> None:
+        """Predict ``prior`` from now on: the model keeps no network (``_drop_network``, the model's own part)
+        and says why in the log."""
+        self._prior = prior
+        self._drop_network(reason)
+        self._plugin_logger.warning(f"{self._plugin_name} predicts the prior instead: {reason}")
+
+    def _drop_network(self, reason: str) -> None:
+        """The model's part of a fall-back to the prior: drop its network, record ``reason`` where it reports."""
+        raise NotImplementedError
+
+    # ---- predict: the network under the fit's thread count ----------------------------------------------
+    def _predict_proba(self, X, **kwargs):
+        """The prior where the fit fell back to it; else the network's outputs on the preprocessed rows
+        (``_network_outputs``), computed on the fit's thread count, made predict_proba's array
+        (``_outputs_to_proba``) outside that limit."""
+        from .training import torch_threads
+
+        if self._prior is not None:
+            return self._prior_proba(len(X))
+        X = self.preprocess(X, **kwargs)
+        with torch_threads(self._get_child_num_cpus()):
+            outputs = self._network_outputs(X)
+        return self._outputs_to_proba(outputs)
+
+    def _network_outputs(self, X):
+        """What the network computes for the preprocessed rows ``X`` (under the thread limit)."""
+        raise NotImplementedError
+
+    def _outputs_to_proba(self, outputs):
+        """``_network_outputs``'s result as predict_proba's float32 array."""
+        import numpy as np
+
+        return np.asarray(outputs).astype(np.float32)
 
     def _get_child_num_cpus(self) -> Optional[int]:
         """Threads for predict: those the fit was given (AutoGluon asserts global torch state is unchanged)."""

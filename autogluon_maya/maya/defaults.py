@@ -8,11 +8,13 @@ the departures from the paper, the evidence.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
-from typing import Any, Dict, NamedTuple
+from typing import Any, ClassVar, Dict, Mapping, NamedTuple, Optional, Tuple
 
 from ..common.preprocessing import NUMERIC_TRANSFORMS
+from ..common.refit import RefitRecord, read_refit_record
 
 PROBLEM_TYPES = ("binary", "multiclass", "regression", "quantile")
 
@@ -80,13 +82,24 @@ PAPER: Dict[str, Any] = {"batch_size": 1024, "ensemble_members": 1, "parallel_me
                          "validation_every": 1, "numeric_transform": "quantile", "numeric_scale": 1.0,
                          "num_embeddings": None}
 # The members a refit_full trains.  Given explicitly, REPLAY_KEY is [[seed, epochs], ...], replayed exactly
-# (members.train_members).  A fit records its own as plain integers instead (replay_record), because a bagged
-# model's refit combines its folds' records key by key (AutoGluon's BaggedEnsembleModel._get_compressed_params:
-# integers by their rounded mean), and a list would pass through as fold 1's alone.
+# (members.train_members).  A fit records its own as a ``MayaRefitRecord`` instead (common.refit: flat integer
+# keys, because a bagged model's refit combines its folds' records key by key, integers by their rounded mean,
+# and a list would pass through as fold 1's alone).
 REPLAY_KEY = "member_replay"
-REPLAY_COUNT_KEY = "member_replay_count"  # members kept (0: the fit fell back to the prior)
-REPLAY_EPOCHS_PREFIX = "member_replay_epochs_"  # + slot (1-based): that member's best epoch count
 MEMBER_SEED_STRIDE = 7919  # member i's seed: the fit's seed + i x this stride
+
+
+@dataclasses.dataclass(frozen=True)
+class MayaRefitRecord(RefitRecord):
+    """What a MAYA refit repeats: ``refit_members``, the members the fit kept (0: it fell back to the prior), and
+    ``refit_member_epochs_<slot>``, a best epoch count for each member slot (the most members the fit could train,
+    the same in every fold of a bag)."""
+
+    members: Optional[int] = None
+    member_epochs: Optional[Tuple[Optional[int], ...]] = None
+
+    legacy_keys: ClassVar[Mapping[str, str]] = {"member_replay_count": "members",
+                                                "member_replay_epochs_": "member_epochs"}
 
 
 def _rounded_mean(values) -> int:
@@ -95,37 +108,37 @@ def _rounded_mean(values) -> int:
     return max(1, int(round(sum(values) / len(values))))
 
 
-def replay_record(kept_epochs, trained_epochs, slots: int) -> Dict[str, int]:
-    """A fit's record for refit_full: how many members it kept and, for each of ``slots`` member slots (the most
-    members the fit could train, the same in every fold of a bag), a best epoch count.  Every slot is recorded
-    even where the fit kept fewer members, since a bag's combination reads the keys of its first fold: a slot
-    the fit did not fill gets the rounded mean of the counts it has (``kept_epochs``, or ``trained_epochs`` when
-    nothing was kept), as every member is the same network from another seed and so has the same expected count."""
+def replay_record(kept_epochs, trained_epochs, slots: int) -> MayaRefitRecord:
+    """A fit's record for refit_full: how many members it kept and, for each of ``slots`` member slots, a best
+    epoch count.  Every slot is recorded even where the fit kept fewer members, since a bag's combination reads the
+    keys of its first fold: a slot the fit did not fill gets the rounded mean of the counts it has (``kept_epochs``,
+    or ``trained_epochs`` when nothing was kept), as every member is the same network from another seed and so has
+    the same expected count."""
     fill = _rounded_mean([max(1, int(e)) for e in (kept_epochs or trained_epochs or [1])])
     epochs = [max(1, int(e)) for e in kept_epochs][:slots]
     epochs += [fill] * (slots - len(epochs))
-    return {REPLAY_COUNT_KEY: len(kept_epochs), **{f"{REPLAY_EPOCHS_PREFIX}{i + 1}": e for i, e in enumerate(epochs)}}
+    return MayaRefitRecord(members=len(kept_epochs), member_epochs=tuple(epochs))
 
 
 def pop_replay(params: Dict[str, Any], seed: int):
-    """Removes the replay settings from ``params``; returns the members to replay as [[seed, epochs], ...], or
-    None for a fit that is no replay.  An explicit ``REPLAY_KEY`` wins over a record.  From a record (one fit's,
-    or a bag's folds' combined: count and each slot's epochs the rounded mean over the folds, the rule AutoGluon
-    applies to every model's epoch and iteration counts), member i trains from the refit's seed + i x
-    ``MEMBER_SEED_STRIDE`` for slot i's epochs: a seed carries nothing from a fold's rows to the refit's, and
-    the folds' kept seeds need not agree (a fold that dropped member 2 kept the third seed in slot 2)."""
+    """Removes the replay settings from ``params`` (``REPLAY_KEY`` and the refit record, ``read_refit_record``);
+    returns the members to replay as [[seed, epochs], ...], or None for a fit that is no replay.  An explicit
+    ``REPLAY_KEY`` wins over a record.  From a record (one fit's, or a bag's folds' combined: count and each slot's
+    epochs the rounded mean over the folds, the rule AutoGluon applies to every model's epoch and iteration
+    counts), member i trains from the refit's seed + i x ``MEMBER_SEED_STRIDE`` for slot i's epochs: a seed carries
+    nothing from a fold's rows to the refit's, and the folds' kept seeds need not agree (a fold that dropped member
+    2 kept the third seed in slot 2)."""
     explicit = params.pop(REPLAY_KEY, None)
-    count = params.pop(REPLAY_COUNT_KEY, None)
-    slots = {int(k[len(REPLAY_EPOCHS_PREFIX):]): params.pop(k) for k in list(params)
-             if isinstance(k, str) and k.startswith(REPLAY_EPOCHS_PREFIX) and k[len(REPLAY_EPOCHS_PREFIX):].isdigit()}
+    record = read_refit_record(params, MayaRefitRecord)
     if explicit is not None:
         return [[int(s), int(e)] for s, e in explicit]
-    if count is None:
+    if record is None or record.members is None:
         return None
-    count = int(count)
+    count = int(record.members)
+    slots = {i + 1: e for i, e in enumerate(record.member_epochs or ()) if e is not None}
     if count < 0 or (count and not slots):
-        raise ValueError(f"MAYA's {REPLAY_COUNT_KEY}={count} needs {REPLAY_EPOCHS_PREFIX}1..{count}, "
-                         f"got {sorted(slots)}")
+        raise ValueError(f"MAYA's refit_members={count} needs refit_member_epochs_1..{count}, got slots "
+                         f"{sorted(slots)}")
     # a slot missing from the record (folds that could train different numbers of members: a bag combines
     # the keys of its first fold) gets the rounded mean of the slots recorded, as replay_record fills them
     fill = _rounded_mean(slots.values()) if slots else 1

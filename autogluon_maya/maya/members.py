@@ -191,7 +191,7 @@ def train_members(build: Build, train: Train, budget, settings: MemberSettings,
             if summary["steps"] == 0 or summary["stop_reason"].startswith("infeasible"):
                 if j == 0:  # AutoGluon logs a skip for time without the reason: say it here
                     reason = summary["stop_reason"] or "no training step fitted"
-                    logger.warning(f"\tMAYA declined to train: {reason}")
+                    logger.warning(f"MAYA declined to train: {reason}")
                     raise TimeLimitExceeded(f"MAYA skipped: {reason}")
                 stop, failed = f"member {j + 1}: {summary['stop_reason']}", True
                 break

@@ -13,6 +13,7 @@ from autogluon.core.hpo.constants import RAY_BACKEND
 from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorchModel
 
 from ..common.ag_model import TORCH_IMPORT_BYTES, TorchPluginMixin, param_value
+from ..common.refit import write_refit_record
 from .defaults import AUTO_BATCH_ROWS, check_params, pop_replay, replay_record, resolve_defaults
 from .members import (PARALLEL_MAX_ACTIVATION_BYTES, MemberJudge, MemberSettings, parallel_wanted, resolve_members,
                       resolve_parallel, train_members)
@@ -75,6 +76,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
     default_num_gpus = 1
     default_resources_physical_cores_only = True
     _fit_info: Dict = {}  # get_info()["maya_fit"]: why the fit stopped, and a fall back to the prior
+    _plugin_name, _plugin_logger = "MAYA", logger
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
@@ -155,7 +157,7 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
                                        "time_limit": time_limit, "stopped_early": None},
                               "members_kept": 0, "fallback": None}
             self._fall_back_to_prior(prior, "the fit replayed kept no network (it fell back to the prior)")
-            self.params_trained.update(replay_record([], [], 0))
+            write_refit_record(self.params_trained, replay_record([], [], 0))
             return
 
         build, train = self._member_fns(net_args, p, device, data, val_score_fn)
@@ -177,9 +179,9 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         # refit_full (all rows, no validation) replays the kept members (defaults.pop_replay): each member's
         # best epoch count, the batch and width trained here, and the weight average only where it won this
         # fit's validation; none where the fit fell back to the prior
-        self.params_trained.update({
-            **replay_record([] if fallback else [m["best_epoch"] for _, m in kept], s["trained_best_epochs"],
-                            max_members),
+        write_refit_record(self.params_trained, replay_record(
+            [] if fallback else [m["best_epoch"] for _, m in kept], s["trained_best_epochs"], max_members))
+        self.params_trained.update({  # the settings the refit trains with
             "hidden_size": p["hidden_size"], "batch_size": s["batch_size"],
             "ema_epochs": None if s["best_is_average"] is False else p["ema_epochs"]})
         logger.log(15, f"\tMAYA trained {s['epochs']} epochs (best {s['best_epoch']}, batch {s['batch_size']}, "
@@ -267,13 +269,13 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
         return (f"{reason} after {stop['epoch']} epoch(s) of member {stop['member']} in {stop['seconds']:.1f} s "
                 f"(stopped by {stop['rule']}: {stop['network']})")
 
-    def _fall_back_to_prior(self, prior, reason: str):
-        """Keep no network and predict the prior; the reason goes to the model's info and the log."""
+    def _drop_network(self, reason: str) -> None:
+        """A fall-back to the prior (``TorchPluginMixin._fall_back_to_prior``): no member is kept; the reason goes
+        to the model's info."""
         from .trainer import FittedMayaMembers
 
-        self.model, self._prior = FittedMayaMembers([]), prior
+        self.model = FittedMayaMembers([])
         self._fit_info = {**self._fit_info, "members_kept": 0, "fallback": {"to": "prior", "reason": reason}}
-        logger.warning(f"\tMAYA predicts the prior instead: {reason}")
 
     def _validation_scorers(self, X_val, y_val, device):
         """(validation probabilities of a network, its stopping-metric score, the judge of an average of
@@ -319,16 +321,14 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
             return np.sort(values, axis=1)  # quantile predictions must not cross
         return values.reshape(-1)
 
-    def _predict_proba(self, X: pd.DataFrame, **kwargs) -> np.ndarray:
-        from ..common.training import to_tensors, torch_threads
+    def _network_outputs(self, enc) -> list:
+        """Every member's raw outputs on the encoded rows (``TorchPluginMixin._predict_proba``)."""
+        from ..common.training import to_tensors
 
-        if self._prior is not None:
-            return self._prior_proba(len(X))
-        enc = self.preprocess(X, **kwargs)
-        device = next(self.model.parameters()).device
-        with torch_threads(self._get_child_num_cpus()):
-            x_num, x_cat = to_tensors([enc.x_num, enc.x_cat], device)
-            raws = self.model.predict_raw_members(x_num, x_cat)
+        x_num, x_cat = to_tensors([enc.x_num, enc.x_cat], next(self.model.parameters()).device)
+        return self.model.predict_raw_members(x_num, x_cat)
+
+    def _outputs_to_proba(self, raws) -> np.ndarray:
         # classification averages probabilities (not logits), regression the de-standardized values
         return np.mean([self._raw_to_proba(r) for r in raws], axis=0).astype(np.float32)
 

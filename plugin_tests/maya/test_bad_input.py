@@ -178,7 +178,7 @@ def test_numeric_scale_reaches_the_network(built_networks, setting, problem_type
         fitted = len(built_networks)
         pred.refit_full()
         refit = built_networks[fitted:]
-        assert len(refit) == model.params_trained["member_replay_count"]
+        assert len(refit) == model.params_trained["refit_members"]
         assert all(net.tokenizer.num_scale == want and _reads_scaled_inputs(net, want) for net in refit)
 
 

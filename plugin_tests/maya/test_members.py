@@ -242,8 +242,8 @@ def test_refit_full_replays_the_kept_members_seeds_and_epochs(tmp_path, one_torc
     model, _, _ = _fit(tmp_path, "regression", {"ensemble_members": 3, "max_epochs": 8, "patience": None})
     kept = [[m["seed"], m["best_epoch"]] for m in model._fit_summary["members"]]
     rec = model.params_trained
-    assert rec["member_replay_count"] == len(kept)
-    assert [rec[f"member_replay_epochs_{i + 1}"] for i in range(len(kept))] == [e for _, e in kept]
+    assert rec["refit_members"] == len(kept)
+    assert [rec[f"refit_member_epochs_{i + 1}"] for i in range(len(kept))] == [e for _, e in kept]
     replay = [[0, 5], [2 * S, 2]]  # as a fit that dropped member 2 would have recorded it
     X, y = _data("regression")
     refit = MayaModel(path=str(tmp_path / "r"), name="r", problem_type="regression",

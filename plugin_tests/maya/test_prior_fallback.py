@@ -79,7 +79,7 @@ def test_a_network_trained_for_a_handful_of_steps_gives_way_to_the_prior(tmp_pat
     assert "MAYA predicts the prior instead" in caplog.text
     assert prior_fallbacks(model.get_info()) == 1  # what the ensemble benchmark records per model
     # refit_full replays no network: the refit predicts the prior of all rows
-    assert model.params_trained["member_replay_count"] == 0
+    assert model.params_trained["refit_members"] == 0
     refit = MayaModel(path=str(tmp_path / "r"), name="r", problem_type="multiclass", eval_metric="log_loss",
                       hyperparameters={**model.params, **model.params_trained})
     refit.fit(X=X, y=y, num_cpus=1, num_gpus=0)
@@ -100,7 +100,7 @@ def test_a_network_that_beats_the_prior_is_kept(tmp_path, one_torch_thread_seede
     model.fit(X=X.iloc[:300], y=y.iloc[:300], X_val=X[val], y_val=y[val], num_cpus=1, num_gpus=0)
     info = model.get_info()["maya_fit"]
     assert info["validation"]["prior"] == 0.0 and info["validation"]["maya"] >= 0.0
-    assert info["fallback"] is None and len(model.model) == 1 and model.params_trained["member_replay_count"] == 1
+    assert info["fallback"] is None and len(model.model) == 1 and model.params_trained["refit_members"] == 1
     net, table = model.model.members[0].net, resolve_defaults("multiclass")
     assert [len(block.branch_norms) for block in net.blocks] == [table["num_branch"]] * table["num_layers"]
     assert net.tokenizer.num_weight is not None and net.tokenizer.num_embedding is None  # the table's linear token

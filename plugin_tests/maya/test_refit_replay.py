@@ -9,8 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autogluon_maya.maya.defaults import (MEMBER_SEED_STRIDE, REPLAY_COUNT_KEY, REPLAY_EPOCHS_PREFIX, pop_replay,
-                                          replay_record)
+from autogluon_maya.common.refit import refit_keys
+from autogluon_maya.maya.defaults import MEMBER_SEED_STRIDE, pop_replay, replay_record
+
+REPLAY_COUNT_KEY = "refit_members"  # the record's keys in params_trained (common.refit)
+REPLAY_EPOCHS_PREFIX = "refit_member_epochs_"
 
 from .test_prior_fallback import autogluon_log_level  # noqa: F401  (a fixture)
 
@@ -55,10 +58,10 @@ def test_a_bagged_refit_replays_the_folds_combined_record(tmp_path, autogluon_lo
 
 
 def test_the_record_fills_every_slot_and_an_explicit_list_wins():
-    rec = replay_record([7, 3], [7, 9, 3], slots=3)
+    rec = refit_keys(replay_record([7, 3], [7, 9, 3], slots=3))
     assert rec == {REPLAY_COUNT_KEY: 2, f"{REPLAY_EPOCHS_PREFIX}1": 7, f"{REPLAY_EPOCHS_PREFIX}2": 3,
                    f"{REPLAY_EPOCHS_PREFIX}3": 5}  # the slot it did not fill: its kept members' rounded mean
-    assert replay_record([], [4, 6], slots=2) == {REPLAY_COUNT_KEY: 0, f"{REPLAY_EPOCHS_PREFIX}1": 5,
+    assert refit_keys(replay_record([], [4, 6], slots=2)) == {REPLAY_COUNT_KEY: 0, f"{REPLAY_EPOCHS_PREFIX}1": 5,
                                                   f"{REPLAY_EPOCHS_PREFIX}2": 5}  # fell back to the prior
     params = {**rec, "member_replay": [[11, 2]], "hidden_size": 16}
     assert pop_replay(params, seed=100) == [[11, 2]] and params == {"hidden_size": 16}
@@ -68,5 +71,10 @@ def test_the_record_fills_every_slot_and_an_explicit_list_wins():
     # the slots it has, as replay_record fills its own
     assert pop_replay({REPLAY_COUNT_KEY: 3, f"{REPLAY_EPOCHS_PREFIX}1": 4, f"{REPLAY_EPOCHS_PREFIX}2": 8}, seed=0) \
         == [[0, 4], [MEMBER_SEED_STRIDE, 8], [2 * MEMBER_SEED_STRIDE, 6]]
-    with pytest.raises(ValueError, match="member_replay_count=2"):  # members to replay, no epoch count at all
+    with pytest.raises(ValueError, match="refit_members=2"):  # members to replay, no epoch count at all
         pop_replay({REPLAY_COUNT_KEY: 2}, seed=0)
+    # a model saved by an earlier version recorded the same under other names; its refit reads them
+    assert pop_replay({"member_replay_count": 2, "member_replay_epochs_1": 7, "member_replay_epochs_2": 3}, seed=100) \
+        == [[100, 7], [100 + MEMBER_SEED_STRIDE, 3]]
+    with pytest.raises(ValueError, match="unknown refit key 'refit_member_epoch_1'"):  # a misspelt refit key
+        pop_replay({REPLAY_COUNT_KEY: 1, "refit_member_epoch_1": 3}, seed=0)

@@ -78,11 +78,6 @@ _LIGHT_DOC = """\
   tables).  TabSwift, now fitted after CatBoost, was no longer reached on letter and otto.
 """
 
-#: "best"'s TabSwift members all stay cached between predict calls: 16 members x 24 blocks x (4,096 context rows +
-#: 64 registers) x d=192 x 10 bytes (float32 keys and values, float16 block inputs) = 2,925 MiB with the released
-#: weights (the default 1,024 MiB keeps 5 of them)
-BEST_CACHE_MB = 3072
-
 _BEST: Dict[str, Any] = {
     "MAYA": [  # cheapest first: the last one fitted gets what is left of the time
         {"ag_args": {"priority": MAYA_PRIORITY}},
@@ -90,9 +85,9 @@ _BEST: Dict[str, Any] = {
         {"hidden_size": 128, "num_heads": 8, "ag_args": {"name_suffix": "_d128h8", "priority": MAYA_PRIORITY - 2}},
     ],
     "TABSWIFT": [
-        {"n_estimators": 16, "max_context_rows": 4096, "cache_max_mb": BEST_CACHE_MB, "fine_tune": False,
+        {"n_estimators": 16, "max_context_rows": 4096, "fine_tune": False,
          "ag_args": {"priority": TABSWIFT_PRIORITY}},
-        {"n_estimators": 16, "max_context_rows": 4096, "cache_max_mb": BEST_CACHE_MB, "fine_tune": "auto",
+        {"n_estimators": 16, "max_context_rows": 4096, "fine_tune": "auto",
          "ag_args": {"name_suffix": "_ft", "priority": TABSWIFT_PRIORITY - 1}},
     ],
     "GBM": {},
@@ -111,9 +106,10 @@ This preset has not been measured as a whole: no GPU was available to this packa
   entries.  One table, one seed: that they help on other tables is an expectation, not a measurement.
 - TABSWIFT ``n_estimators=16, max_context_rows=4096`` (``TabSwift``): the paper's benchmark used 16
   members; 4,096 rows is the top of ``tabswift_search_space()``.  A GPU guess, not measured.
-  ``cache_max_mb=3072``: every member's context cache stays in memory between predict calls (2.9 GiB with
-  the released 24-block weights); a saved fold keeps the first ``disk_cache_mb`` (256 MiB: 7 of 16 members at
-  that size) for its next load.
+  The caches (``cache_max_mb``/``disk_cache_mb="auto"``, the defaults) keep every member's context between
+  predict calls: 16 x 24 blocks x (4,096 + 64) x 192 x 10 bytes = 2.9 GiB with the released weights, where a
+  quarter of the memory available at fit time allows it; a saved model carries their float16 block inputs
+  (585 MiB).
 - TABSWIFT the same + ``fine_tune="auto"`` (``TabSwift_ft``): fine-tunes when the fold's time leaves room for
   the minimum step count and keeps the result only if the whole 16-member ensemble validates better than
   zero-shot, so on validation it is never worse than zero-shot; it costs a training loop per bag fold.  Not

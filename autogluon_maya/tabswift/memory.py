@@ -5,7 +5,7 @@ The terms (TabSwift paper Sec. 3.2: each member's context is encoded once; its k
 kept and every query attends to them, ``chunk_size`` queries at a time):
 - the context K/V caches of every member: layers x (context rows + registers) x d x 8 bytes of float32 keys and
   values, plus 2 for the float16 block inputs where ``disk_cache_mb`` keeps them to save them; capped by
-  ``cache_max_mb``;
+  ``cache_max_mb`` (``"auto"``: a share of the memory available now, ``cache_budget``);
 - one attention block of ``chunk_size`` queries x context keys per head;
 - where fine-tuning will run, its episodes' activations and attention maps kept for the backward pass;
   ``fine_tune="auto"`` counts only where validation rows are given (without them it stays zero-shot); a bag's
@@ -20,6 +20,7 @@ from __future__ import annotations
 import sys
 from typing import Dict
 
+from .cache_budget import resolve_cache_mb
 from .checkpoint_info import network_dims
 from .defaults import DEFAULT_PARAMS
 
@@ -51,7 +52,10 @@ def estimate_terms(X, hyperparameters: Dict, **kwargs) -> Dict[str, int]:
     keys = ctx + registers
     members = int(num("n_estimators"))
     f = min(max(1, X.shape[1]), 100)
-    kept = 10 if float(num("disk_cache_mb")) > 0 else 8  # float32 keys + values (+ float16 block inputs)
+    cache_mb, _ = resolve_cache_mb(num("cache_max_mb"), num("disk_cache_mb"), members=members, layers=layers,
+                                   keys=keys, d=d, cache_sets=2 if int(kwargs.get("num_classes") or 0) > 10 else 1)
+    saved = num("disk_cache_mb") == "auto" or float(num("disk_cache_mb")) > 0
+    kept = 10 if saved else 8  # float32 keys + values (+ float16 block inputs)
     fine_tune, tune = num("fine_tune"), 0
     fine_tunes = fine_tune is True or (fine_tune == "auto" and kwargs.get("X_val") is not None)
     if fine_tunes:
@@ -59,7 +63,7 @@ def estimate_terms(X, hyperparameters: Dict, **kwargs) -> Dict[str, int]:
         tune = episodes * layers * (heads * rows * rows * 4 * 2 + rows * d * 4 * 12)
     return {"layers": layers, "d": d, "keys": keys, "fine_tunes": int(fine_tunes),
             "data": 8 * ctx * f * 2 * 4, "context_rows": ctx * f * 4,
-            "cache": int(min(float(num("cache_max_mb")) * 2 ** 20, members * kept * layers * keys * d)),
+            "cache": int(min(cache_mb * 2 ** 20, members * kept * layers * keys * d)),
             "attention": heads * int(num("chunk_size")) * keys * 4 * 3, "tune": tune}
 
 

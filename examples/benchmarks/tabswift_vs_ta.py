@@ -104,12 +104,6 @@ OURS = [("_authors16", "ours, pipeline='authors', 16 members", "file", {"pipelin
          {"pipeline": "authors", "n_estimators": 16, "tau": "auto"})]
 
 
-#: at the released size, 16 members' caches exceed the default cache_max_mb (1,024 MiB in memory) and disk_cache_mb
-#: (256 MiB saved): the same variant again with both sized for them (the best preset does the former)
-RELEASED_EXTRA = [("_authors16_cached", "ours, pipeline='authors', 16 members, caches sized for them", "file",
-                   {"pipeline": "authors", "n_estimators": 16, "cache_max_mb": 2048, "disk_cache_mb": 512})]
-
-
 #: every variant of ours: zero-shot, so it runs the weights TA-TABSWIFT runs (the default ``fine_tune="auto"``
 #: may fine-tune them on the table), and with the threads TA-TABSWIFT gets (``--threads``): by default ours
 #: times 1 against all threads at fit and keeps the faster (``adaptive_threads``), which on a loaded machine
@@ -250,7 +244,6 @@ def run_table(name: str, args, exported: Path, base: Path, table: torch.Tensor, 
     # one file for both sides on binary / regression; the multiclass table runs the shipped network (docstring)
     ours_file = base if multiclass else exported
     variants = [v for v in OURS if v[2] == "file" or base == SHIPPED_CHECKPOINT]  # exit heads: shipped only
-    variants += RELEASED_EXTRA if base != SHIPPED_CHECKPOINT else []
     hp = {TAModel: [{"model_path": str(exported)},
                     {"model_path": str(exported), "random_state": 1, "ag_args": {"name_suffix": "_seed1"}}],
           "TABSWIFT": [{"checkpoint_path": str(ours_file if src == "file" else SHIPPED_CHECKPOINT), **COMMON,

@@ -245,17 +245,19 @@ def test_auto_asks_for_the_pinned_revision(online, monkeypatch):
 def test_a_bag_and_its_refits_load_the_weights_downloaded_once(online, monkeypatch):
     from autogluon.tabular import TabularPredictor
 
-    from autogluon_maya.tabswift.model import TabSwiftModel
+    from autogluon_maya.tabswift.sources import WeightsChoice
 
-    loaded = []  # every fit's weights record: three folds, then the bag's all-rows model (refit_folds)
-    real_load = TabSwiftModel._load_weights
+    # every fit's weights record, as the fit keeps it in its info (the same dict): three folds, then the bag's
+    # all-rows model (refit_folds)
+    loaded = []
+    real_record = WeightsChoice.record
 
-    def recording(self, p, device):
-        network, choice, weights = real_load(self, p, device)
-        loaded.append(dict(weights))
-        return network, choice, weights
+    def recording(self):
+        record = real_record(self)
+        loaded.append(record)
+        return record
 
-    monkeypatch.setattr(TabSwiftModel, "_load_weights", recording)
+    monkeypatch.setattr(WeightsChoice, "record", recording)
     predictor = TabularPredictor(label="y", path=str(online.tmp / "ag"), verbosity=0).fit(
         _small_frame(), hyperparameters={"TABSWIFT": AUTO_HP}, num_bag_folds=3, num_cpus=1, num_gpus=0,
         fit_weighted_ensemble=False, raise_on_model_failure=True)

@@ -39,14 +39,6 @@ DEFAULT_PARAMS = {
     "fine_tune_patience": 3,          # evaluations without improvement before stopping
     "fine_tune_exit_steps": 40,       # after fine-tuning with tau set: retrain the exit heads (0 = early exit off)
     "fine_tune_eval_members": 2,      # ensemble members used for the validation checks while fine-tuning
-    "fine_tune_schedule_steps": None, # cosine horizon (None = fine_tune_steps); set by fit for refit_full
-    "fine_tune_seconds": None,        # set by fit for refits: the seconds its fine-tuning ran (0.0 zero-shot);
-                                      # a refit's replay must end within them (fine_tune_policy.replay_seconds)
-    "fine_tune_share": None,          # set by fit for refit_full: 1.0 if it kept fine-tuned weights, else 0.0
-                                      # (a bag averages it over its folds: fine_tune_policy.replay_steps)
-    "prior_share": None,              # set by fit for refits: 1.0 if it fell back to the prior (its validation
-                                      # score was below the prior's), else 0.0
-    "prior_checked": None,            # set by fit for refits: 1.0 if it compared with the prior, else 0.0; a refit
-                                      # falls back where prior_share / prior_checked (bag means) is above 0.5 and
-                                      # at least half checked, else where prior_share is
 }
+# What a fit records for its refits is no setting: refit_records.TabSwiftRefitRecord, "refit_" keys in
+# params_trained (common.refit).

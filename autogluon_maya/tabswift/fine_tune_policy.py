@@ -15,33 +15,33 @@ import time
 from typing import Dict, Optional
 
 from .fit_context import FitContext, logger
-from .refit_records import FINE_TUNE_CHOICE_KEY
+from .refit_records import TabSwiftRefitRecord, recorded
 
 #: a refit's replayed fine-tuning may take this many times what the fit it replaces spent fine-tuning: its
 #: episodes can be larger (a fold's context has fewer rows than all of them) and the machine busier
 REPLAY_TIME_FACTOR = 2.0
 
 
-def replay_steps(p: dict) -> int:
-    """The fine-tuning steps a refit without validation rows runs: the best step count of the fit it replaces.
-    A bag hands its refit the mean of its folds' records (AutoGluon's compressed params: ints as a rounded mean,
-    floats as a mean), where a fold that kept zero-shot weights counts 0 steps; ``fine_tune_share`` (1.0 for a
-    fold that kept fine-tuned weights, 0.0 otherwise) is averaged over the same folds, so the ratio of the two is
-    the mean over the folds that fine-tuned."""
-    steps = float(p["fine_tune_steps"])
-    share = p.get("fine_tune_share")
+def replay_steps(steps, refit: Optional[TabSwiftRefitRecord] = None) -> int:
+    """The fine-tuning steps a refit without validation rows runs: the best step count of the fit it replaces
+    (``steps``, its ``fine_tune_steps``).  A bag hands its refit the mean of its folds' records (AutoGluon's
+    compressed params: ints as a rounded mean, floats as a mean), where a fold that kept zero-shot weights counts 0
+    steps; the record's ``fine_tune_share`` (1.0 for a fold that kept fine-tuned weights, 0.0 otherwise) is
+    averaged over the same folds, so the ratio of the two is the mean over the folds that fine-tuned."""
+    steps = float(steps)
+    share = recorded(refit, "fine_tune_share")
     return int(round(steps / float(share))) if share else int(round(steps))
 
 
-def replay_seconds(p: dict) -> Optional[float]:
+def replay_seconds(refit: Optional[TabSwiftRefitRecord]) -> Optional[float]:
     """The seconds a refit's replayed fine-tuning may run: ``REPLAY_TIME_FACTOR`` x what the fit it replaces spent
     fine-tuning (the mean over a bag's folds that fine-tuned, as ``replay_steps``).  AutoGluon gives a refit no time
     limit; the replay runs at most the steps the folds kept, without their validation passes, so the folds' own
     time bounds it.  None where nothing was recorded (a user's explicit setting): no bound."""
-    seconds = p.get("fine_tune_seconds")
+    seconds = recorded(refit, "fine_tune_seconds")
     if seconds is None:
         return None
-    share = p.get("fine_tune_share")
+    share = recorded(refit, "fine_tune_share")
     return REPLAY_TIME_FACTOR * (float(seconds) / float(share) if share else float(seconds))
 
 
@@ -54,7 +54,7 @@ def _common(ctx: FitContext) -> Dict:
 def decide_fine_tuning(ctx: FitContext) -> Dict:
     """Fine-tune or not, and why (the module's rules); returns the decision the model reports
     (``tabswift_fine_tune``); fine-tuning's own summary goes to ``ctx.summary``."""
-    mode, has_val, p = ctx.plan.mode, ctx.plan.has_val, ctx.params
+    mode, has_val, repeated = ctx.plan.mode, ctx.plan.has_val, recorded(ctx.refit, "fine_tune_choice")
     if mode == "auto" and has_val:
         decision = _auto(ctx)
     elif mode == "auto":  # a first fit without validation rows; refits get True/False from their folds
@@ -68,11 +68,11 @@ def decide_fine_tuning(ctx: FitContext) -> Dict:
         decision = {"requested": False, "fine_tuned": False, "rule": "prior" if prior else "requested",
                     "reason": "the fit it replaces fell back to the prior" if prior else "fine_tune=False",
                     "steps_run": 0, "best_step": 0}
-    if p.get(FINE_TUNE_CHOICE_KEY) and not (mode == "auto") and not ctx.plan.prior_refit:
+    if repeated and not (mode == "auto") and not ctx.plan.prior_refit:
         # a refit of a fine_tune="auto" fit: the folds' (or the original model's) decision, repeated
-        decision["repeats"] = p[FINE_TUNE_CHOICE_KEY]
+        decision["repeats"] = repeated
         logger.log(20, f"\tTabSwift: {'fine-tuned' if mode else 'zero-shot'} ({decision.get('steps_run', 0)} "
-                       f"steps), repeating: {p[FINE_TUNE_CHOICE_KEY]}")
+                       f"steps), repeating: {repeated}")
     return decision
 
 
@@ -110,14 +110,15 @@ def _replayed(ctx: FitContext) -> Dict:
     from .finetune import fine_tune
 
     p, summary = ctx.params, ctx.summary
-    steps, bound = replay_steps(p), replay_seconds(p)
+    steps, bound = replay_steps(p["fine_tune_steps"], ctx.refit), replay_seconds(ctx.refit)
     deadlines = [time.time() + bound] if bound is not None else []
     if ctx.time_limit is not None:
         deadlines.append(time.time() + ctx.budget.remaining())
     if steps > 0:
         summary.update(fine_tune(ctx.ensemble, None, steps=steps, eval_every=steps, patience=1,
                                  deadline=min(deadlines) if deadlines else None,
-                                 schedule_steps=p.get("fine_tune_schedule_steps") or steps, **_common(ctx)))
+                                 schedule_steps=recorded(ctx.refit, "fine_tune_horizon") or steps,
+                                 **_common(ctx)))
         summary.pop("history", None)
     ran = int(summary.get("fine_tune_steps", 0))  # 0 when fine-tuning skipped the table (> C_max classes)
     return {"requested": True, "fine_tuned": ran > 0, "rule": "replay",

@@ -79,6 +79,7 @@ class FitContext:
     first_step: float = 0.0  # expected seconds of the first training step (before one was timed)
     score_fn: Optional[Callable[[], float]] = None  # the whole ensemble's validation score as it now predicts
     y_val: Any = None  # the validation labels (numpy)
+    refit: Any = None  # a refit: the record of the fit it replaces (refit_records.TabSwiftRefitRecord); else None
 
     def deadline(self, share: float) -> Optional[float]:
         """The moment ``share`` of the time limit is spent (None without a limit), on the budget's clock."""

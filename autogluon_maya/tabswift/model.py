@@ -34,6 +34,7 @@ from autogluon.core.hpo.constants import RAY_BACKEND
 from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorchModel
 
 from ..common.ag_model import TorchPluginMixin
+from ..common.refit import read_refit_record
 from .cache_files import CACHES_NAME, load_caches, save_caches, warm_caches
 from .checkpoint_info import RELEASED_DIMS, describe_checkpoint, network_dims
 from .defaults import DEFAULT_PARAMS
@@ -41,7 +42,8 @@ from .early_exit import TAU_CANDIDATES, settle_early_exit
 from .fine_tune_policy import REPLAY_TIME_FACTOR, decide_fine_tuning, replay_seconds, replay_steps
 from .fit_context import FINE_TUNE_MODES, FitContext, FitPlan, logger, make_plan
 from .memory import FIT_OVERHEAD_BYTES, estimate_fit_memory, estimate_gpu_memory
-from .refit_records import AUTO_CHOICES, CHOICE_KEY, FINE_TUNE_CHOICE_KEY, PriorCheckAndRefitRecords
+from .refit_records import (AUTO_CHOICES, CHOICE_KEY, FINE_TUNE_CHOICE_KEY, PriorCheckAndRefitRecords,
+                            TabSwiftRefitRecord, recorded)
 
 WEIGHTS_NAME = "tabswift_weights"
 _network_dims = network_dims  # the name the memory tests and scripts read it by
@@ -124,20 +126,21 @@ class TabSwiftModel(PriorCheckAndRefitRecords, TorchPluginMixin, AbstractTorchMo
 
         budget = self._fit_budget(time_limit)
         p = self._get_model_params()
+        refit = read_refit_record(p, TabSwiftRefitRecord)  # a refit: what the fit it replaces decided
         seed, device = self._start_torch_fit(p, num_cpus, num_gpus)
         if kwargs.get("sample_weight") is not None:  # in-context learning has no loss to weight
-            logger.log(30, "\tWarning: TabSwift ignores sample_weight: every context row counts the same")
-        network, choice, weights = self._load_weights(p, device)
+            logger.warning("TabSwift ignores sample_weight: every context row counts the same")
+        network, choice, weights = self._load_weights(p, device, recorded(refit, "checkpoint_choice"))
         has_val = X_val is not None and y_val is not None and len(X_val) > 0
         plan = make_plan(p, self.problem_type in (BINARY, MULTICLASS), has_val,
                          headless=network.n_exit_layers == 0,  # e.g. the authors' released weights
-                         prior=(None, "") if has_val else self._prior_share_of_checked(p))
+                         prior=(None, "") if has_val else self._prior_share_of_checked(refit))
         self.model = ens = self._build_context(network, self.preprocess(X, is_train=True), np.asarray(y), p, plan,
                                                seed)
         summary: Dict = {"context_rows": len(ens.y_context_), "members": len(ens.members_),
                          "checkpoint": str(choice.path), "weights": weights}
         ctx = FitContext(params=p, plan=plan, ensemble=ens, budget=budget, time_limit=time_limit, seed=seed,
-                         summary=summary, metric_name=self.stopping_metric.name)
+                         summary=summary, metric_name=self.stopping_metric.name, refit=refit)
         ctx.threads, probe_seconds = choose_threads(ctx, num_cpus, device)
         self._fit_threads = ctx.threads
         if plan.has_val:
@@ -152,18 +155,19 @@ class TabSwiftModel(PriorCheckAndRefitRecords, TorchPluginMixin, AbstractTorchMo
         self._record_for_refits(ctx, choice)
         self._fit_summary = summary
 
-    def _load_weights(self, p: Dict, device) -> tuple:
-        """Step 1: (the network on ``device``, the ``WeightsChoice``, its record for the model's info), logged."""
+    def _load_weights(self, p: Dict, device, repeats: Optional[str] = None) -> tuple:
+        """Step 1: (the network on ``device``, the ``WeightsChoice``, its record for the model's info), logged.
+        ``repeats``: a refit's record of why the fit it replaces chose its weights."""
         from .weights import load_checkpoint
 
         choice = self.weights_choice()  # "auto" reads this machine's caches only: no fit waits for a network
         network = load_checkpoint(choice.path).to(device)  # verifies the sha256 recorded below
         weights = choice.record()
-        if p.get(CHOICE_KEY):  # a refit (refit_full, refit_folds) repeating the decision of the fit it replaces
-            weights["repeats"] = p[CHOICE_KEY]
+        if repeats:  # a refit (refit_full, refit_folds) repeating the decision of the fit it replaces
+            weights["repeats"] = repeats
         logger.log(20, f"\tTabSwift weights: {choice.source}, {describe_checkpoint(choice.path)}; sha256 "
                        f"{weights['sha256'][:16]}...; checkpoint_path={choice.requested!r}: {choice.reason}"
-                       + (f" (repeating: {p[CHOICE_KEY]})" if p.get(CHOICE_KEY) else ""))
+                       + (f" (repeating: {repeats})" if repeats else ""))
         return network, choice, weights
 
     def _build_context(self, network, X: pd.DataFrame, y: np.ndarray, p: Dict, plan: "FitPlan", seed: int):
@@ -233,14 +237,9 @@ class TabSwiftModel(PriorCheckAndRefitRecords, TorchPluginMixin, AbstractTorchMo
             return proba[:, 1] if self.problem_type == BINARY else proba
         return self.model.predict(X)
 
-    def _predict_proba(self, X: pd.DataFrame, **kwargs) -> np.ndarray:
-        from ..common.training import torch_threads
-
-        if self._prior is not None:
-            return self._prior_proba(len(X))
-        X = self.preprocess(X, **kwargs)
-        with torch_threads(self._get_child_num_cpus()):
-            return self._ensemble_proba(X).astype(np.float32)
+    def _network_outputs(self, X: pd.DataFrame) -> np.ndarray:
+        """The ensemble's predict_proba on the preprocessed rows (``TorchPluginMixin._predict_proba``)."""
+        return self._ensemble_proba(X).astype(np.float32)
 
     # ---- save / load: weights beside the pickle -----------------------------------------
     def save(self, path: Optional[str] = None, verbose: bool = True) -> str:

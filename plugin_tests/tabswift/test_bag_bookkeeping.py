@@ -46,8 +46,10 @@ def test_a_bag_with_an_explicit_tau_and_one_zero_shot_fold_refits(tmp_path, monk
     assert tuned == [True, False], tuned  # the situation under test: one fold of each kind
     keys = [set(f.params_trained) for f in folds]
     assert keys[0] == keys[1], keys[0] ^ keys[1]
-    assert {"tau", "fine_tune", "fine_tune_steps", "fine_tune_share", "fine_tune_seconds", "prior_share"} <= keys[0]
-    assert folds[0].params_trained["fine_tune_seconds"] > 0 and folds[1].params_trained["fine_tune_seconds"] == 0
+    assert {"tau", "fine_tune", "fine_tune_steps", "refit_fine_tune_share", "refit_fine_tune_seconds",
+            "refit_prior_share"} <= keys[0]
+    seconds = [f.params_trained["refit_fine_tune_seconds"] for f in folds]
+    assert seconds[0] > 0 and seconds[1] == 0
 
     full = pred.refit_full(model="TabSwift_BAG_L1")["TabSwift_BAG_L1"]
     child = pred._trainer.load_model(full)
@@ -63,9 +65,11 @@ def test_a_refit_replays_fine_tuning_within_the_time_the_fit_took(tmp_path, reco
     step runs."""
     from autogluon_maya import TabSwiftModel
     from autogluon_maya.tabswift.fine_tune_policy import replay_seconds
+    from autogluon_maya.tabswift.refit_records import TabSwiftRefitRecord
 
     data = _regression_frame(200, seed=3)
-    record = {"fine_tune": True, "fine_tune_steps": 3, "fine_tune_share": 1.0, "fine_tune_seconds": recorded_seconds}
+    record = {"fine_tune": True, "fine_tune_steps": 3, "refit_fine_tune_share": 1.0,
+              "refit_fine_tune_seconds": recorded_seconds}
     hp = {k: v for k, v in SMALL.items() if k not in ("tau", "ag_args_ensemble", "fine_tune")}
     model = TabSwiftModel(path=str(tmp_path / "m"), name="ts", problem_type="regression",
                           eval_metric="root_mean_squared_error", hyperparameters={**hp, **record})
@@ -73,11 +77,11 @@ def test_a_refit_replays_fine_tuning_within_the_time_the_fit_took(tmp_path, reco
     d = model.get_info()["tabswift_fine_tune"]
     assert d["rule"] == "replay" and d["steps_run"] == steps_run, d
     assert d["stop_reason"] == ("time" if recorded_seconds == 0.0 else "steps")
-    assert model.params_trained["fine_tune_seconds"] == (0.0 if steps_run == 0 else pytest.approx(
+    assert model.params_trained["refit_fine_tune_seconds"] == (0.0 if steps_run == 0 else pytest.approx(
         model._fit_summary["fine_tune_seconds"]))
     # one model's record: a margin over the seconds it took (a refit's episodes are larger), but a bounded one
-    one = replay_seconds({"fine_tune_seconds": 3.0, "fine_tune_share": 1.0})
+    one = replay_seconds(TabSwiftRefitRecord(fine_tune_seconds=3.0, fine_tune_share=1.0))
     assert 3.0 < one <= 4 * 3.0
     # a bag's record: the seconds averaged over its folds, zero-shot folds as 0, read per fine-tuned fold
-    assert replay_seconds({"fine_tune_seconds": 3.0, "fine_tune_share": 0.5}) == pytest.approx(2 * one)
-    assert replay_seconds({"fine_tune_seconds": None}) is None
+    assert replay_seconds(TabSwiftRefitRecord(fine_tune_seconds=3.0, fine_tune_share=0.5)) == pytest.approx(2 * one)
+    assert replay_seconds(TabSwiftRefitRecord()) is None and replay_seconds(None) is None

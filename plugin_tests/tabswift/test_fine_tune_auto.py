@@ -211,17 +211,20 @@ def test_a_bags_refit_replays_the_mean_step_count_of_the_folds_that_fine_tuned()
     three folds that fine-tuned (200), not 120."""
     from autogluon.core.models import BaggedEnsembleModel
 
+    from autogluon_maya.common.refit import read_refit_record, refit_keys
+    from autogluon_maya.tabswift.refit_records import TabSwiftRefitRecord
+
     records = []
     for kept, steps in [(True, 300), (False, 0), (True, 100), (False, 0), (True, 200)]:
-        fold = TabSwiftModel()
-        fold.params_trained = {}
-        fold._record_auto({"fine_tune_steps": 400}, kept, steps)
-        records.append(fold.params_trained)
+        record = TabSwiftRefitRecord(checkpoint_choice="", fine_tune_choice=AUTO_CHOICES[kept],
+                                     fine_tune_seconds=float(steps), fine_tune_share=1.0 if kept else 0.0,
+                                     fine_tune_horizon=400, prior_share=0.0, prior_checked=1.0)
+        records.append({"fine_tune": kept, "fine_tune_steps": steps, **refit_keys(record)})
     compressed = BaggedEnsembleModel._get_compressed_params(None, model_params_list=records)
     assert compressed["fine_tune"] is True and compressed["fine_tune_steps"] == 120
-    assert replay_steps(compressed) == 200
-    assert replay_steps({"fine_tune_steps": 37, "fine_tune_share": 1.0}) == 37  # one model's own record
-    assert replay_steps({"fine_tune_steps": 37}) == 37  # a user's explicit count
+    assert replay_steps(compressed["fine_tune_steps"], read_refit_record(dict(compressed), TabSwiftRefitRecord)) == 200
+    assert replay_steps(37, TabSwiftRefitRecord(fine_tune_share=1.0)) == 37  # one model's own record
+    assert replay_steps(37) == 37  # a user's explicit count
 
 
 def test_refit_of_a_bag_repeats_the_folds_fine_tuning(tmp_path, monkeypatch):

@@ -32,7 +32,7 @@ CASES = (
     ("multiclass_auto", "multiclass", True, {**TUNE, "fine_tune": "auto", "fine_tune_min_steps": 1}),
     ("regression_fine_tuned_tau_auto", "regression", True, {**TUNE, "fine_tune": True, "tau": "auto"}),
     # a refit: the recorded step count replayed (the fine-tuned weights are kept), then the exit heads retrained
-    ("regression_replay_tau", "regression", False, {**TUNE, "fine_tune": True, "fine_tune_share": 1.0, "tau": 0.9}),
+    ("regression_replay_tau", "regression", False, {**TUNE, "fine_tune": True, "refit_fine_tune_share": 1.0, "tau": 0.9}),
 )
 
 

@@ -322,7 +322,7 @@ def test_memory_estimate_is_within_2x_of_the_measured_peak(rows):
 def test_fine_tuning_without_validation_replays_the_step_count(tmp_path, share, replayed):
     """The refit_full / refit_folds path: no validation rows, so the recorded step count runs and the tuned
     weights are kept (this path once crashed calling a missing score function).  A bag's record, where half
-    the folds fine-tuned (``fine_tune_share`` 0.5), averages 3 steps over all folds: 6 over those that did."""
+    the folds fine-tuned (``refit_fine_tune_share`` 0.5), averages 3 steps over all folds: 6 over those that did."""
     import torch
 
     from autogluon_maya.tabswift.weights import load_checkpoint
@@ -330,7 +330,7 @@ def test_fine_tuning_without_validation_replays_the_step_count(tmp_path, share, 
     data = _frame(200, seed=6)
     model = TabSwiftModel(path=str(tmp_path / "m"), name="ts", problem_type="binary", eval_metric="accuracy",
                           hyperparameters={**FAST, "fine_tune": True, "fine_tune_steps": 3, "fine_tune_rows": 64,
-                                           "fine_tune_schedule_steps": 30, "fine_tune_share": share})
+                                           "refit_fine_tune_horizon": 30, "refit_fine_tune_share": share})
     model.fit(X=data.drop(columns="y"), y=data["y"])
     assert model._fit_summary["fine_tune_steps"] == replayed and model._fit_summary["best_step"] == replayed
     pretrained = load_checkpoint(SHIPPED_CHECKPOINT).state_dict()

@@ -61,7 +61,7 @@ def test_a_fit_that_validates_below_the_prior_predicts_the_prior(tmp_path, probl
     expected = y_tr.mean()  # the positive class's frequency, or the mean
     assert np.allclose(model.predict_proba(X.iloc[:50]), expected, atol=1e-5)
     assert model.score(X_val, y_val) == pytest.approx(check["prior"], rel=1e-5)
-    assert model.params_trained["prior_share"] == 1.0 and model.params_trained["prior_checked"] == 1.0
+    assert model.params_trained["refit_prior_share"] == 1.0 and model.params_trained["refit_prior_checked"] == 1.0
     # the ensemble benchmark counts it, in a model's own info and among a bag's folds
     assert prior_fallbacks(model.get_info()) == 1
     assert prior_fallbacks({"children_info": {"S1F1": model.get_info(), "S1F2": {"tabswift_prior_check": {}}}}) == 1
@@ -93,7 +93,7 @@ def test_a_fit_that_beats_the_prior_keeps_its_network(tmp_path, fine_tune):
     fit_on_cores(model, 1, X=X.iloc[:200], y=y.iloc[:200], X_val=X.iloc[200:], y_val=y.iloc[200:])
     check = model.get_info()["tabswift_prior_check"]
     assert check["checked"] and not check["fallback"] and check["tabswift"] > check["prior"], check
-    assert model.params_trained["prior_share"] == 0.0 and model.params_trained["prior_checked"] == 1.0
+    assert model.params_trained["refit_prior_share"] == 0.0 and model.params_trained["refit_prior_checked"] == 1.0
     assert prior_fallbacks(model.get_info()) == 0
     if fine_tune is False:
         assert model.model.cache_nbytes > 0
@@ -130,7 +130,7 @@ def test_no_validation_pass_without_half_of_the_time_limit_left(tmp_path):
     check = model.get_info()["tabswift_prior_check"]
     assert not check["checked"] and not check["fallback"] and "no time to score" in check["reason"], check
     # recorded so that a bag's refit leaves this fold out of the vote
-    assert model.params_trained["prior_share"] == 0.0 and model.params_trained["prior_checked"] == 0.0
+    assert model.params_trained["refit_prior_share"] == 0.0 and model.params_trained["refit_prior_checked"] == 0.0
     assert model.predict_proba(X.iloc[:50]).std() > 0.1
 
 
@@ -145,11 +145,12 @@ def test_no_validation_pass_without_half_of_the_time_limit_left(tmp_path):
     ([(0.0, 0.0)] * 5, "none of its fits compared with the prior", False),
 ])
 def test_a_refit_repeats_most_checked_folds_decision(tmp_path, folds, reason, falls_back):
-    """Each fold records ``prior_share`` (1.0 fell back) and ``prior_checked`` (1.0 compared with the prior);
+    """Each fold records ``refit_prior_share`` (1.0 fell back) and ``refit_prior_checked`` (1.0 compared with the
+    prior);
     AutoGluon compresses each to its mean over the folds, and the refit without validation rows predicts the
     prior where more than half of the folds that checked fell back, if at least half checked: 3 of 5 yes, 2 of 5
     no, a tie no, 2 of the 3 that checked yes; 2 of 5 checked (both fell back) no, none checked no."""
-    records = [{"prior_share": s, "prior_checked": c} for s, c in folds]
+    records = [{"refit_prior_share": s, "refit_prior_checked": c} for s, c in folds]
     compressed = BaggedEnsembleModel._get_compressed_params(None, model_params_list=records)
     X, y = _binary(200, seed=5)
     refit = _model(tmp_path, "binary", {**SMALL, "fine_tune": False, **compressed})
@@ -168,12 +169,15 @@ def test_the_share_counts_only_the_folds_that_checked():
     """Bag means 0.4 / 0.6: two of the three folds that checked fell back; 0.4 / 0.4: fewer than half checked, so
     the share among all folds; a record without ``prior_checked`` is read as that share; not a refit: None."""
     def share(p):
-        return TabSwiftModel._prior_share_of_checked(p)[0]
+        from autogluon_maya.tabswift.refit_records import TabSwiftRefitRecord
+
+        return TabSwiftModel._prior_share_of_checked(TabSwiftRefitRecord(**p))[0]
 
     assert share({"prior_share": 0.4, "prior_checked": 0.6}) == pytest.approx(2 / 3)
     assert share({"prior_share": 0.4, "prior_checked": 0.4}) == 0.4
     assert share({"prior_share": 0.6}) == 0.6
     assert share({"prior_share": None, "prior_checked": 0.0}) is None
+    assert TabSwiftModel._prior_share_of_checked(None) == (None, "")
 
 
 def test_the_score_judged_is_the_one_of_the_model_as_it_predicts():

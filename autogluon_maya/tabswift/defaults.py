@@ -22,9 +22,12 @@ DEFAULT_PARAMS = {
     "tau": None,                      # early exit threshold; None = off, "auto" = chosen on validation
     "tau_max_loss": 0.01,             # "auto": largest relative validation-score loss accepted
     "chunk_size": 1024,               # query/context rows per attention call (memory bound)
-    "cache_max_mb": 1024,             # context K/V caches kept between predict calls, all members together
-    "disk_cache_mb": 256,             # the caches saved with the model (float16 block inputs), so that a model
-                                      # loaded from disk does not encode its contexts again; 0 = none saved
+    "cache_max_mb": "auto",           # context K/V caches kept between predict calls, all members together;
+                                      # "auto": every member's, within a quarter of the memory available
+                                      # (cache_budget.py)
+    "disk_cache_mb": "auto",          # the caches saved with the model (float16 block inputs), so that a model
+                                      # loaded from disk does not encode its contexts again; 0 = none saved,
+                                      # "auto": those of every member kept in memory
     "adaptive_threads": True,         # CPU: time 1 vs num_cpus threads on one episode at fit start, keep the faster
     "fine_tune": "auto",              # episodes from the training rows, early-stopped on validation; "auto":
                                       # only with validation rows and time for fine_tune_min_steps, kept only

@@ -172,10 +172,15 @@ class TabSwiftModel(PriorCheckAndRefitRecords, TorchPluginMixin, AbstractTorchMo
 
     def _build_context(self, network, X: pd.DataFrame, y: np.ndarray, p: Dict, plan: "FitPlan", seed: int):
         """Step 3: the ensemble's members (per-variant preprocessing fitted on the training rows) and their context."""
+        from .cache_budget import resolve_cache_mb
         from .ensemble import EnsembleSettings, TabSwiftEnsemble
         from .network import CLASSIFICATION
 
         tau = plan.tau
+        p["cache_max_mb"], p["disk_cache_mb"] = resolve_cache_mb(  # "auto": every member's cache, within a budget
+            p["cache_max_mb"], p["disk_cache_mb"], members=int(p["n_estimators"]), layers=len(network.blocks),
+            keys=min(len(X), int(p["max_context_rows"])) + network.registers.shape[0], d=network.registers.shape[1],
+            cache_sets=2 if (self.num_classes or 0) > network.config.max_classes else 1)
         ens = TabSwiftEnsemble(network, plan.task, EnsembleSettings(
             n_estimators=int(p["n_estimators"]), norm_methods=tuple(p["norm_methods"]),
             softmax_temperature=float(p["softmax_temperature"]), max_context_rows=int(p["max_context_rows"]),

@@ -15,7 +15,7 @@ from .common.fold_worker import ray_workers_at_normal_priority
 from .maya import MayaModel, maya_search_space
 from .portfolio import hyperparameters, preset_doc
 from .tabswift.model import TabSwiftModel
-from .tabswift.sources import prefetch_weights
+from .tabswift.checkpoints_io.choice import prefetch_weights
 from .tabswift.search_space import tabswift_search_space
 from .version import __version__
 

@@ -77,7 +77,7 @@ def find_cycle(graph: Dict[str, Set[str]]) -> Optional[List[str]]:
 
 def test_the_package_imports_without_a_circle():
     graph = import_graph()
-    assert len(graph) > 30 and "autogluon_maya.tabswift.hub" in graph  # the whole package was read
+    assert len(graph) > 30 and "autogluon_maya.tabswift.checkpoints_io.hub" in graph  # the whole package was read
     cycle = find_cycle(graph)
     assert cycle is None, "import circle: " + " -> ".join(cycle)
 
@@ -95,3 +95,31 @@ def test_a_circle_is_found_and_named(tmp_path):
     assert find_cycle(graph) == ["pkg.a", "pkg.sub.b", "pkg.a"]
     (pkg / "sub" / "b.py").write_text("from pkg.sub import c\n")
     assert find_cycle(import_graph(pkg)) is None
+
+
+#: what each layer may not import: shared utilities import no model, the models do not import each other, and
+#: pretraining (which uses TabSwift's network and losses) is above TabSwift
+FORBIDDEN = {"autogluon_maya.common": ("autogluon_maya.maya", "autogluon_maya.tabswift", "autogluon_maya.pretraining",
+                                       "autogluon_maya.portfolio", "autogluon_maya.integrations"),
+             "autogluon_maya.maya": ("autogluon_maya.tabswift", "autogluon_maya.pretraining",
+                                     "autogluon_maya.portfolio"),
+             "autogluon_maya.tabswift": ("autogluon_maya.maya", "autogluon_maya.pretraining",
+                                         "autogluon_maya.portfolio")}
+
+
+def layer_violations(graph: Dict[str, Set[str]]) -> List[str]:
+    out = []
+    for name, targets in sorted(graph.items()):
+        for layer, forbidden in FORBIDDEN.items():
+            if name == layer or name.startswith(layer + "."):
+                out += [f"{name} -> {t}" for t in sorted(targets)
+                        if any(t == f or t.startswith(f + ".") for f in forbidden)]
+    return out
+
+
+def test_no_module_imports_from_a_higher_layer():
+    graph = import_graph()
+    assert layer_violations(graph) == []
+    # the check itself: an import of a model from common is named
+    graph["autogluon_maya.common.ag_model"] = graph["autogluon_maya.common.ag_model"] | {"autogluon_maya.maya.model"}
+    assert layer_violations(graph) == ["autogluon_maya.common.ag_model -> autogluon_maya.maya.model"]

@@ -31,7 +31,7 @@ from autogluon_maya.common.training import autocast
 from autogluon_maya.tabswift.config import TabSwiftConfig
 from autogluon_maya.tabswift.losses import backbone_loss, exit_loss
 from autogluon_maya.tabswift.network import TabSwiftNetwork
-from autogluon_maya.tabswift.weights import load_checkpoint, read_checkpoint_info, save_checkpoint
+from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint, read_checkpoint_info, save_checkpoint
 
 from .config import PretrainConfig
 from .data import PriorBatches, TaskShape, make_loader

@@ -39,7 +39,7 @@ def save_caches(ens, path: Path, weights_name: str) -> int:
     file where none is kept.  Returns how many caches were written."""
     from safetensors.torch import save_file
 
-    from .weights import _publish, _temporary, read_checkpoint_info
+    from .checkpoints_io.format import _publish, _temporary, read_checkpoint_info
 
     target = path / CACHES_NAME
     tensors, records = ens.export_caches(getattr(ens, "keep_inputs_bytes", 0))
@@ -63,7 +63,7 @@ def load_caches(ens, path: Path, weights_name: str) -> int:
     used costs speed, never a prediction: its caches are encoded again on first use."""
     from safetensors import safe_open
 
-    from .weights import read_checkpoint_info
+    from .checkpoints_io.format import read_checkpoint_info
 
     source = path / CACHES_NAME
     if not source.is_file():

@@ -28,7 +28,7 @@ class TabSwiftConfig:
     ``early_exit=False`` builds the backbone and final heads only (the released parameter set).
 
     ``label_encoding`` is the one place where the released ``swift.ckpt`` computes differently from our
-    default (``released.py`` lists what else was compared and found equal):
+    default (``checkpoints_io/released.py`` lists what else was compared and found equal):
     ``"embedding"`` (ours) looks class ids up in a C_max x d table; ``"scalar"`` (released) feeds the
     class id as one float through Linear(1, d), so a converted release runs its own computation.
     """

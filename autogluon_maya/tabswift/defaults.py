@@ -11,7 +11,7 @@ SHIPPED_CHECKPOINT = Path(__file__).with_name("checkpoints") / "tabswift_small"
 
 DEFAULT_PARAMS = {
     "checkpoint_path": "auto",        # "auto": the authors' released weights if they can be had, else the
-                                      # shipped ones; "shipped" (= None), "hub", or a path (sources.py)
+                                      # shipped ones; "shipped" (= None), "hub", or a path (checkpoints_io/choice.py)
     "n_estimators": 8,                # ensemble members (feature permutation x class shift x normalization)
     "norm_methods": ("none", "power"),
     "softmax_temperature": 0.9,

@@ -1,5 +1,5 @@
 """Memory a TabSwift fit and its predictions need, estimated before the fit from the table's shape, the
-hyperparameters and the size of the checkpoint the fit will load (``checkpoint_info.network_dims``).
+hyperparameters and the size of the checkpoint the fit will load (``checkpoints_io.info.network_dims``).
 
 The terms (TabSwift paper Sec. 3.2: each member's context is encoded once; its keys and values per layer are
 kept and every query attends to them, ``chunk_size`` queries at a time):
@@ -21,7 +21,7 @@ import sys
 from typing import Dict
 
 from .cache_budget import resolve_cache_mb
-from .checkpoint_info import network_dims
+from .checkpoints_io.info import network_dims
 from .defaults import DEFAULT_PARAMS
 
 #: measured in a fresh process: what a zero-shot fit of the shipped checkpoint adds beyond its context

@@ -36,7 +36,7 @@ from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorch
 from ..common.ag_model import TorchPluginMixin
 from ..common.refit import read_refit_record
 from .cache_files import CACHES_NAME, load_caches, save_caches, warm_caches
-from .checkpoint_info import RELEASED_DIMS, describe_checkpoint, network_dims
+from .checkpoints_io.info import RELEASED_DIMS, describe_checkpoint, network_dims
 from .defaults import DEFAULT_PARAMS
 from .early_exit import TAU_CANDIDATES, settle_early_exit
 from .fine_tune_policy import REPLAY_TIME_FACTOR, decide_fine_tuning, replay_seconds, replay_steps
@@ -101,11 +101,11 @@ class TabSwiftModel(PriorCheckAndRefitRecords, TorchPluginMixin, AbstractTorchMo
         return self.eval_metric
 
     def weights_choice(self):
-        """The weights to load and why (``sources.choose_weights``): ``"auto"`` (default) = the authors'
+        """The weights to load and why (``checkpoints_io.choice.choose_weights``): ``"auto"`` (default) = the authors'
         released weights when they are on this machine (``autogluon_maya.prefetch_weights()`` puts them there),
         else the shipped checkpoint; ``"shipped"``/None, ``"hub"``, a path; ``$AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT``
         replaces ``"auto"`` and None."""
-        from .sources import choose_weights
+        from .checkpoints_io.choice import choose_weights
 
         return choose_weights(self._get_model_params().get("checkpoint_path"))
 
@@ -158,7 +158,7 @@ class TabSwiftModel(PriorCheckAndRefitRecords, TorchPluginMixin, AbstractTorchMo
     def _load_weights(self, p: Dict, device, repeats: Optional[str] = None) -> tuple:
         """Step 1: (the network on ``device``, the ``WeightsChoice``, its record for the model's info), logged.
         ``repeats``: a refit's record of why the fit it replaces chose its weights."""
-        from .weights import load_checkpoint
+        from .checkpoints_io.format import load_checkpoint
 
         choice = self.weights_choice()  # "auto" reads this machine's caches only: no fit waits for a network
         network = load_checkpoint(choice.path).to(device)  # verifies the sha256 recorded below
@@ -248,7 +248,7 @@ class TabSwiftModel(PriorCheckAndRefitRecords, TorchPluginMixin, AbstractTorchMo
 
     # ---- save / load: weights beside the pickle -----------------------------------------
     def save(self, path: Optional[str] = None, verbose: bool = True) -> str:
-        from .weights import save_checkpoint
+        from .checkpoints_io.format import save_checkpoint
 
         if path is None:
             path = self.path
@@ -273,7 +273,7 @@ class TabSwiftModel(PriorCheckAndRefitRecords, TorchPluginMixin, AbstractTorchMo
 
     @classmethod
     def load(cls, path: str, reset_paths: bool = True, verbose: bool = True):
-        from .weights import load_checkpoint
+        from .checkpoints_io.format import load_checkpoint
 
         model = super().load(path=path, reset_paths=reset_paths, verbose=verbose)
         weights = Path(path) / WEIGHTS_NAME

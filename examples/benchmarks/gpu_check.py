@@ -150,7 +150,7 @@ def check_tabswift_bf16(ctx):
     from autogluon_maya import TabSwiftModel
     from autogluon_maya.tabswift.config import RELEASED, TINY
     from autogluon_maya.tabswift.network import TabSwiftNetwork
-    from autogluon_maya.tabswift.weights import save_checkpoint
+    from autogluon_maya.tabswift.checkpoints_io.format import save_checkpoint
 
     cpu, ds = ctx["cpu"], ctx["ds"]
     config = TINY if cpu else RELEASED

@@ -39,7 +39,7 @@ from autogluon_maya.pretraining.losses import backbone_loss
 from autogluon_maya.pretraining.trainer import build_network, task_shape
 from autogluon_maya.tabswift.config import SMALL, TabSwiftConfig
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
-from autogluon_maya.tabswift.weights import load_checkpoint
+from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint
 
 STAGE2 = dict(stage=2, prior="mix_scm+random_mlp", rows=2048, min_rows=16, rows_per_step=4096, batch_size=16,
               noise_feature_prob=0.3, lr=2e-4, warmup_fraction=0.0, steps=100_000, seed=11,

@@ -24,7 +24,7 @@ import torch
 
 from autogluon_maya.tabswift.config import RELEASED
 from autogluon_maya.tabswift.network import TabSwiftNetwork
-from autogluon_maya.tabswift.released import released_name
+from autogluon_maya.tabswift.checkpoints_io.released import released_name
 
 HERE = Path(__file__).resolve().parent / "results" / "pretraining/released_stage3"
 RELEASED_DICT = {"max_classes": 10, "max_dim": 100, "embed_dim": 192, "proj_dim": 100, "col_num_blocks": 3,
@@ -41,7 +41,8 @@ def main(work: Path, seconds: float) -> None:
     state = {released_name(k): v for k, v in net.state_dict().items()}
     assert len(state) == 353 and sum(v.numel() for v in state.values()) == 8_203_211
     torch.save({"config": RELEASED_DICT, "state_dict": state}, work / "swift.ckpt")
-    subprocess.run([sys.executable, "-c", "from autogluon_maya.tabswift.released import main; raise SystemExit(main())",
+    convert = "from autogluon_maya.tabswift.checkpoints_io.released import main; raise SystemExit(main())"
+    subprocess.run([sys.executable, "-c", convert,
                     str(work / "swift.ckpt"), f"{work}/converted/"], check=True)
     load = os.getloadavg()
     t0 = time.time()

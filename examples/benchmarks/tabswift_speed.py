@@ -81,7 +81,7 @@ from benchlib.tabswift_speed_report import plot, verdict, write_markdown
 from autogluon_maya.tabswift.config import RELEASED, SMALL
 from autogluon_maya.tabswift.engine import TabSwiftEngine
 from autogluon_maya.tabswift.network import CLASSIFICATION, TabSwiftNetwork
-from autogluon_maya.tabswift.weights import load_checkpoint
+from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint
 
 CONFIGS = {"released": RELEASED, "small": SMALL}
 CHECKPOINT_TAUS = (0.5, 0.7, 0.9, 0.95, 0.99)

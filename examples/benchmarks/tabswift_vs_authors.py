@@ -55,8 +55,8 @@ sys.path.insert(0, str(REPO))
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT  # noqa: E402
 from autogluon_maya.tabswift.engine import TabSwiftEngine  # noqa: E402
 from autogluon_maya.tabswift.ensemble import Member, TabSwiftEnsemble  # noqa: E402
-from autogluon_maya.tabswift.export import export_to_authors  # noqa: E402
-from autogluon_maya.tabswift.weights import load_checkpoint  # noqa: E402
+from autogluon_maya.tabswift.checkpoints_io.export import export_to_authors  # noqa: E402
+from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint  # noqa: E402
 
 TABLES = {"phoneme": "binary", "spambase": "binary", "satimage": "multiclass", "california_housing": "regression"}
 OUT = REPO / "examples" / "benchmarks" / "results" / "tabswift_vs_authors"
@@ -78,7 +78,7 @@ def import_authors():
 # ---- our shipped weights in the authors' module -----------------------------------------------------------------
 def shipped_in_authors_format(path: Path) -> dict:
     """Write the shipped checkpoint as an authors'-format ``{"config", "state_dict"}`` file
-    (``autogluon_maya.tabswift.export``; its class table is exact there for two classes only, hence
+    (``autogluon_maya.tabswift.checkpoints_io.export``; its class table is exact there for two classes only, hence
     ``binary_only``); returns the class-embedding table (for the multiclass adapter) and the config."""
     report = export_to_authors(SHIPPED_CHECKPOINT, path, binary_only=True)
     table = load_checkpoint(SHIPPED_CHECKPOINT).state_dict()["label_encoders.classes.weight"]  # (C_max, d)
@@ -322,7 +322,7 @@ def main(argv=None) -> int:
     rows, t_start = [], time.time()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        from autogluon_maya.tabswift.released import convert
+        from autogluon_maya.tabswift.checkpoints_io.released import convert
 
         ckpt = tmp / "swift.ckpt"
         weights = shipped_in_authors_format(ckpt)

@@ -12,7 +12,7 @@ checkpoint), and with our check against the prior switched off (random weights l
 TA-TABSWIFT is TabArena's AutoGluon wrapper (``tabarena.models.tabswift.model.TabSwiftModel``) around the
 authors' inference code; it loads the authors' ``swift.ckpt`` layout from ``model_path``.  The released
 ``swift.ckpt`` can not be downloaded here, so the shipped checkpoint is exported once into that layout
-(``autogluon_maya.tabswift.export``) and both wrappers load that one file: TA-TABSWIFT through
+(``autogluon_maya.tabswift.checkpoints_io.export``) and both wrappers load that one file: TA-TABSWIFT through
 ``model_path=``, ours through ``checkpoint_path=`` (which converts it back with ``released.py``).  Its class
 table is exact in the authors' ``Linear(1, d)`` for two classes only (``binary_only``), so:
 - binary and regression tables: both sides run the exported file;
@@ -92,8 +92,8 @@ from benchlib.p1 import prediction_scores  # noqa: E402
 from benchlib.provenance import code_version  # noqa: E402
 from benchlib.tabswift_vs_ta_report import TA, markdown, plot  # noqa: E402
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT  # noqa: E402
-from autogluon_maya.tabswift.export import export_to_authors  # noqa: E402
-from autogluon_maya.tabswift.weights import load_checkpoint  # noqa: E402
+from autogluon_maya.tabswift.checkpoints_io.export import export_to_authors  # noqa: E402
+from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint  # noqa: E402
 
 TABLES = {"phoneme": "binary", "bank_churn": "binary", "satimage": "multiclass", "cpu_act": "regression"}
 OUT = REPO / "examples" / "benchmarks" / "results" / "tabswift_vs_ta"
@@ -119,7 +119,7 @@ def random_released(path: Path) -> Path:
     depend on the values."""
     from autogluon_maya.tabswift.config import RELEASED
     from autogluon_maya.tabswift.network import TabSwiftNetwork
-    from autogluon_maya.tabswift.weights import save_checkpoint
+    from autogluon_maya.tabswift.checkpoints_io.format import save_checkpoint
 
     torch.manual_seed(0)
     save_checkpoint(TabSwiftNetwork(RELEASED), path, metadata={"source": "tabswift_vs_ta.py --size released"})

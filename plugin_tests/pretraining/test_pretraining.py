@@ -9,7 +9,7 @@ from autogluon_maya.pretraining.data import PriorBatches, TaskShape
 from autogluon_maya.tabswift.losses import backbone_loss, masked_logits
 from autogluon_maya.pretraining.targets import discretize, is_monotone_discretization
 from autogluon_maya.pretraining.trainer import STATE_FILE, train
-from autogluon_maya.tabswift.weights import load_checkpoint
+from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint
 
 TINY_RUN = dict(model="tiny", prior="random_mlp", batch_size=4, rows=48, num_workers=0, threads=1,
                 log_every=5, checkpoint_every=1000)

@@ -1,4 +1,4 @@
-"""Our checkpoint -> the authors' ``swift.ckpt`` layout (``autogluon_maya.tabswift.export``).
+"""Our checkpoint -> the authors' ``swift.ckpt`` layout (``autogluon_maya.tabswift.checkpoints_io.export``).
 
 The round trip ours -> authors -> ours (through the converter, ``released.convert``) must give back our
 network's outputs; the authors' own ``TabSwift`` module (as ``tabarena`` vendors it, the test oracle) must
@@ -18,10 +18,10 @@ import torch
 
 from autogluon_maya.tabswift.config import TINY
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
-from autogluon_maya.tabswift.export import ExportError, export_to_authors, main, to_authors
+from autogluon_maya.tabswift.checkpoints_io.export import ExportError, export_to_authors, main, to_authors
 from autogluon_maya.tabswift.network import CLASSIFICATION, REGRESSION, TabSwiftNetwork
-from autogluon_maya.tabswift.released import convert
-from autogluon_maya.tabswift.weights import load_checkpoint, save_checkpoint
+from autogluon_maya.tabswift.checkpoints_io.released import convert
+from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint, save_checkpoint
 from plugin_tests.conftest import tabswift_authors
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")

@@ -18,7 +18,7 @@ from autogluon_maya.tabswift.ensemble import TabSwiftEnsemble
 from autogluon_maya.tabswift.finetune import AUTO_MARGIN, Deadlines, Schedule, auto_rule, fine_tune_auto
 from autogluon_maya.tabswift.model import AUTO_CHOICES, FINE_TUNE_CHOICE_KEY, replay_steps
 from autogluon_maya.tabswift.network import REGRESSION
-from autogluon_maya.tabswift.weights import load_checkpoint
+from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint
 from plugin_tests.resources import fit_on_cores
 from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
 

@@ -16,7 +16,7 @@ from autogluon_maya.tabswift.ensemble import TabSwiftEnsemble
 from autogluon_maya.tabswift.exit_heads import retrain_exit_heads
 from autogluon_maya.tabswift.model import TAU_CANDIDATES
 from autogluon_maya.tabswift.network import CLASSIFICATION
-from autogluon_maya.tabswift.weights import load_checkpoint
+from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint
 from plugin_tests.resources import fit_on_cores
 
 FAST = {"n_estimators": 2, "max_context_rows": 512}

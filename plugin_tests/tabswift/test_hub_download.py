@@ -24,11 +24,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from autogluon_maya.tabswift import hub as hub_module
+from autogluon_maya.tabswift.checkpoints_io import hub as hub_module
+from autogluon_maya.tabswift.checkpoints_io.choice import (auto_may_download, choose_weights, forget_auto_choice,
+                                                           resolve_checkpoint)
+from autogluon_maya.tabswift.checkpoints_io.format import checkpoint_paths, read_checkpoint_info
+from autogluon_maya.tabswift.checkpoints_io.hub import (FILENAME, REPO_ID, HubUnavailableError, converted_path,
+                                                        forget_failures)
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
-from autogluon_maya.tabswift.hub import FILENAME, REPO_ID, HubUnavailableError, converted_path, forget_failures
-from autogluon_maya.tabswift.sources import auto_may_download, choose_weights, forget_auto_choice, resolve_checkpoint
-from autogluon_maya.tabswift.weights import checkpoint_paths, read_checkpoint_info
 from plugin_tests.tabswift.test_released import SMALL_CONFIG, write_authors_ckpt
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
@@ -245,7 +247,7 @@ def test_auto_asks_for_the_pinned_revision(online, monkeypatch):
 def test_a_bag_and_its_refits_load_the_weights_downloaded_once(online, monkeypatch):
     from autogluon.tabular import TabularPredictor
 
-    from autogluon_maya.tabswift.sources import WeightsChoice
+    from autogluon_maya.tabswift.checkpoints_io.choice import WeightsChoice
 
     # every fit's weights record, as the fit keeps it in its info (the same dict): three folds, then the bag's
     # all-rows model (refit_folds)
@@ -281,8 +283,8 @@ def test_a_second_process_uses_the_converted_copy_with_the_hub_stopped(online):
     first = choose_weights("auto")
     assert first.source == "released", first.reason
     online.hub.stop()
-    script = ("import json; from autogluon_maya.tabswift.sources import choose_weights; c = choose_weights('auto'); "
-              "print(json.dumps({**c.record(), 'fallback': c.fallback}))")
+    script = ("import json; from autogluon_maya.tabswift.checkpoints_io.choice import choose_weights; "
+              "c = choose_weights('auto'); print(json.dumps({**c.record(), 'fallback': c.fallback}))")
     out = subprocess.run([sys.executable, "-c", script], env=_env(), capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     record = json.loads(out.stdout.strip().splitlines()[-1])
@@ -338,7 +340,7 @@ def test_offline_auto_opens_no_socket(online, monkeypatch, fallback_warnings, sw
 RACER = """
 import json, sys, time
 from pathlib import Path
-from autogluon_maya.tabswift.sources import choose_weights
+from autogluon_maya.tabswift.checkpoints_io.choice import choose_weights
 ready = Path(sys.argv[1])
 (ready / sys.argv[2]).touch()
 deadline = time.time() + 240
@@ -368,7 +370,7 @@ def test_two_processes_at_once_download_once(online):
 
 # ---- what the process remembers, and what it must not trust ------------------------------------------------------
 def test_a_converted_copy_is_reused_only_if_converted_from_the_pinned_file(online, monkeypatch):
-    from autogluon_maya.tabswift.released import convert
+    from autogluon_maya.tabswift.checkpoints_io.released import convert
 
     (online.tmp / "other").mkdir()
     other = write_authors_ckpt(online.tmp / "other" / FILENAME, SMALL_CONFIG, seed=13)

@@ -24,7 +24,7 @@ FAST = {"n_estimators": 2, "max_context_rows": 512, "fine_tune": False}  # zero-
 
 def test_shipped_checkpoint_loads_and_describes_itself():
     from autogluon_maya.tabswift.model import describe_checkpoint
-    from autogluon_maya.tabswift.weights import load_checkpoint
+    from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint
 
     net = load_checkpoint(SHIPPED_CHECKPOINT)
     assert net.n_exit_layers == net.config.n_layers - 1  # early exit heads are part of the shipped model
@@ -155,7 +155,7 @@ def test_fine_tuning_never_ends_below_zero_shot_on_validation(tmp_path):
     # the kept weights are the best step's: the pretrained ones exactly when no step beat zero-shot
     import torch
 
-    from autogluon_maya.tabswift.weights import load_checkpoint
+    from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint
 
     pretrained = load_checkpoint(SHIPPED_CHECKPOINT).state_dict()
     tuned = model.model.network.state_dict()
@@ -224,7 +224,7 @@ def test_memory_estimate_of_auto_counts_released_weights_waiting_in_the_hub_cach
     the fit will convert and load the released network, so the estimate is the released size, not the shipped."""
     from huggingface_hub import constants
 
-    from autogluon_maya.tabswift.hub import FILENAME, REPO_ID
+    from autogluon_maya.tabswift.checkpoints_io.hub import FILENAME, REPO_ID
 
     monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "empty_cache"))
     monkeypatch.delenv("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", raising=False)
@@ -248,12 +248,12 @@ def test_memory_estimate_of_auto_counts_released_weights_waiting_in_the_hub_cach
 def test_memory_estimate_of_auto_follows_the_weights_auto_chose_in_this_process(tmp_path, monkeypatch):
     """Once a fit's checkpoint_path="auto" has chosen its weights, the estimates of later "auto" fits in the process
     are sized by those weights (here a tiny network), not by what the caches alone would suggest (the shipped)."""
-    import autogluon_maya.tabswift.sources as sources
+    import autogluon_maya.tabswift.checkpoints_io.choice as sources
     from huggingface_hub import constants
 
     from autogluon_maya.tabswift.config import TINY
     from autogluon_maya.tabswift.network import TabSwiftNetwork
-    from autogluon_maya.tabswift.weights import save_checkpoint
+    from autogluon_maya.tabswift.checkpoints_io.format import save_checkpoint
 
     monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "empty_cache"))
     monkeypatch.delenv("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", raising=False)
@@ -325,7 +325,7 @@ def test_fine_tuning_without_validation_replays_the_step_count(tmp_path, share, 
     the folds fine-tuned (``refit_fine_tune_share`` 0.5), averages 3 steps over all folds: 6 over those that did."""
     import torch
 
-    from autogluon_maya.tabswift.weights import load_checkpoint
+    from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint
 
     data = _frame(200, seed=6)
     model = TabSwiftModel(path=str(tmp_path / "m"), name="ts", problem_type="binary", eval_metric="accuracy",

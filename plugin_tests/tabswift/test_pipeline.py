@@ -20,7 +20,7 @@ from autogluon_maya.tabswift import CLASSIFICATION, REGRESSION, TINY, TabSwiftNe
 from autogluon_maya.tabswift.ensemble import (Member, TabSwiftEnsemble, class_groups, latin_permutations,
                                               plan_members, shift_labels, stratified_subsample, unshift_columns)
 from autogluon_maya.tabswift.preprocessing import RowPreprocessor
-from autogluon_maya.tabswift.weights import checkpoint_paths, load_checkpoint, save_checkpoint
+from autogluon_maya.tabswift.checkpoints_io.format import checkpoint_paths, load_checkpoint, save_checkpoint
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
@@ -155,7 +155,7 @@ def test_checkpoint_config_weights_mismatch(tmp_path):
 
 
 def test_checkpoint_pickle_is_refused(tmp_path):
-    from autogluon_maya.tabswift.weights import sha256_file
+    from autogluon_maya.tabswift.checkpoints_io.format import sha256_file
 
     weights, meta = save_checkpoint(TabSwiftNetwork(TINY), tmp_path / "tiny")
     with open(weights, "wb") as f:  # a pickle renamed .safetensors, with a matching checksum

@@ -17,7 +17,7 @@ from autogluon.core.models import BaggedEnsembleModel
 from autogluon_maya import TabSwiftModel
 from benchlib.ensemble import prior_fallbacks
 from autogluon_maya.tabswift.model import WEIGHTS_NAME
-from autogluon_maya.tabswift.weights import checkpoint_paths
+from autogluon_maya.tabswift.checkpoints_io.format import checkpoint_paths
 from plugin_tests.resources import fit_on_cores
 from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
 

@@ -25,11 +25,12 @@ import pandas as pd
 import pytest
 import torch
 
+from autogluon_maya.tabswift.checkpoints_io.choice import resolve_checkpoint
+from autogluon_maya.tabswift.checkpoints_io.format import checkpoint_paths, load_checkpoint, read_checkpoint_info
+from autogluon_maya.tabswift.checkpoints_io.released import (ReleasedCheckpointError, convert, convert_cached, main,
+                                                             released_to_network)
 from autogluon_maya.tabswift.engine import TabSwiftEngine
 from autogluon_maya.tabswift.network import CLASSIFICATION, REGRESSION
-from autogluon_maya.tabswift.released import ReleasedCheckpointError, convert, convert_cached, main, released_to_network
-from autogluon_maya.tabswift.sources import resolve_checkpoint
-from autogluon_maya.tabswift.weights import checkpoint_paths, load_checkpoint, read_checkpoint_info
 from plugin_tests.conftest import tabswift_authors
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
@@ -40,8 +41,8 @@ CLOSED_PORT = "http://127.0.0.1:9"  # nothing listens there: any network use fai
 def _no_remembered_hub_failures():
     """Failed hub attempts and the weights "auto" chose are remembered for the process; every test starts and
     ends without either."""
-    from autogluon_maya.tabswift.hub import forget_failures
-    from autogluon_maya.tabswift.sources import forget_auto_choice
+    from autogluon_maya.tabswift.checkpoints_io.hub import forget_failures
+    from autogluon_maya.tabswift.checkpoints_io.choice import forget_auto_choice
 
     forget_failures()
     forget_auto_choice()
@@ -407,7 +408,7 @@ def test_hub_offline_from_a_prefilled_cache_downloads_converts_fits_and_predicts
     from autogluon.tabular import TabularPredictor
     from huggingface_hub import constants
 
-    from autogluon_maya.tabswift.hub import FILENAME, REPO_ID
+    from autogluon_maya.tabswift.checkpoints_io.hub import FILENAME, REPO_ID
 
     hf_home = tmp_path / "hf"
     src = write_authors_ckpt(tmp_path / "swift.ckpt", seed=3)
@@ -452,7 +453,7 @@ def test_hub_fails_fast_when_offline(tmp_path, monkeypatch, case):
 
     from huggingface_hub import constants
 
-    from autogluon_maya.tabswift.hub import HubUnavailableError
+    from autogluon_maya.tabswift.checkpoints_io.hub import HubUnavailableError
 
     monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty hub cache
@@ -494,7 +495,7 @@ def test_auto_falls_back_to_the_shipped_weights_within_seconds(nothing_cached, m
     import sys
 
     from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
-    from autogluon_maya.tabswift.sources import choose_weights
+    from autogluon_maya.tabswift.checkpoints_io.choice import choose_weights
 
     expected = {"HF_HUB_OFFLINE": "HF_HUB_OFFLINE is set and LAMDA-Tabular/TabSwift/swift.ckpt is not in the local "
                                   "Hugging Face hub cache",
@@ -595,8 +596,8 @@ def test_auto_uses_the_released_weights_in_the_local_hub_cache(nothing_cached, m
     closed port and HF_HUB_OFFLINE is not set, so the cache must be read before any network use.  "auto"
     converts and uses it, says so, and records both digests; afterwards the converted copy is used."""
     from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
-    from autogluon_maya.tabswift.hub import FILENAME, REPO_ID
-    from autogluon_maya.tabswift.sources import choose_weights, forget_auto_choice
+    from autogluon_maya.tabswift.checkpoints_io.hub import FILENAME, REPO_ID
+    from autogluon_maya.tabswift.checkpoints_io.choice import choose_weights, forget_auto_choice
 
     src = write_authors_ckpt(tmp_path / "swift.ckpt", seed=5)
     _prefill_hub_cache(nothing_cached, src, REPO_ID, FILENAME)
@@ -719,8 +720,8 @@ def test_prefetch_downloads_once_and_auto_then_uses_the_released_weights_offline
     by the authors' module) in its own call and converts it; the same process's next "auto" uses it, and so does
     one whose hub is then gone."""
     from autogluon_maya import prefetch_weights
-    from autogluon_maya.tabswift.sources import prefetch_main as main
-    from autogluon_maya.tabswift.sources import choose_weights, forget_auto_choice
+    from autogluon_maya.tabswift.checkpoints_io.choice import prefetch_main as main
+    from autogluon_maya.tabswift.checkpoints_io.choice import choose_weights, forget_auto_choice
 
     monkeypatch.setenv("AUTOGLUON_MAYA_HUB_DOWNLOAD", "0")
     src = write_authors_ckpt(tmp_path / "swift.ckpt", seed=4)
@@ -748,8 +749,8 @@ def test_auto_keeps_its_first_answer_for_the_process(nothing_cached, monkeypatch
     """The released file lands in the hub's local cache after a first "auto" chose the shipped weights (another
     process fetched it): the rest of this process (a bag's next folds) still takes the shipped ones, and a
     prefetch in this process makes "auto" look again."""
-    from autogluon_maya.tabswift.hub import FILENAME, REPO_ID
-    from autogluon_maya.tabswift.sources import choose_weights, prefetch_weights
+    from autogluon_maya.tabswift.checkpoints_io.hub import FILENAME, REPO_ID
+    from autogluon_maya.tabswift.checkpoints_io.choice import choose_weights, prefetch_weights
 
     first = choose_weights("auto")
     _prefill_hub_cache(nothing_cached, write_authors_ckpt(tmp_path / "swift.ckpt"), REPO_ID, FILENAME)
@@ -763,9 +764,9 @@ def test_auto_keeps_its_first_answer_for_the_process(nothing_cached, monkeypatch
 def test_a_released_file_that_is_not_the_pinned_one_is_refused(nothing_cached, monkeypatch, tmp_path, how):
     """With a sha256 pinned, a downloaded or cached swift.ckpt with other content is never converted: "hub" fails
     naming both digests, "auto" falls back to the shipped weights; the pinned file itself converts."""
-    from autogluon_maya.tabswift import hub as hub_module
-    from autogluon_maya.tabswift.hub import FILENAME, REPO_ID, HubUnavailableError
-    from autogluon_maya.tabswift.sources import choose_weights, forget_auto_choice
+    from autogluon_maya.tabswift.checkpoints_io import hub as hub_module
+    from autogluon_maya.tabswift.checkpoints_io.hub import FILENAME, REPO_ID, HubUnavailableError
+    from autogluon_maya.tabswift.checkpoints_io.choice import choose_weights, forget_auto_choice
 
     src = write_authors_ckpt(tmp_path / "swift.ckpt", seed=6)
     changed = tmp_path / "changed" / "swift.ckpt"

@@ -19,7 +19,7 @@ from autogluon_maya.tabswift.engine import TabSwiftEngine
 from autogluon_maya.tabswift.ensemble import TabSwiftEnsemble
 from autogluon_maya.tabswift.model import CACHES_NAME
 from autogluon_maya.tabswift.network import CLASSIFICATION
-from autogluon_maya.tabswift.weights import load_checkpoint
+from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint
 from plugin_tests.resources import fit_on_cores
 from plugin_tests.resources import torch_globals_kept  # noqa: F401  (a fixture)
 

@@ -10,7 +10,7 @@ from autogluon_maya.tabswift import finetune
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
 from autogluon_maya.tabswift.engine import TabSwiftEngine, target_scale
 from autogluon_maya.tabswift.network import REGRESSION
-from autogluon_maya.tabswift.weights import load_checkpoint
+from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint
 
 
 def test_target_scale_is_the_population_statistics_and_shifts_a_constant():

@@ -19,7 +19,7 @@ from autogluon_maya.tabswift.config import TINY
 from autogluon_maya.tabswift.ensemble import Member, TabSwiftEnsemble, plan_members
 from autogluon_maya.tabswift.network import TabSwiftNetwork
 from autogluon_maya.tabswift.preprocessing import RowPreprocessor
-from autogluon_maya.tabswift.released import released_to_network
+from autogluon_maya.tabswift.checkpoints_io.released import released_to_network
 from plugin_tests.conftest import authors_module
 from plugin_tests.tabswift.test_released import SMALL_CONFIG, write_authors_ckpt
 

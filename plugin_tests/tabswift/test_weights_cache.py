@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from autogluon_maya.tabswift import weights
+from autogluon_maya.tabswift.checkpoints_io import format as weights
 from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
-from autogluon_maya.tabswift.weights import load_checkpoint, read_checkpoint_info, save_checkpoint
+from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint, read_checkpoint_info, save_checkpoint
 
 
 def test_a_second_writer_between_write_and_rename_leaves_a_valid_checkpoint(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ from autogluon_maya.tabswift.defaults import SHIPPED_CHECKPOINT
 from autogluon_maya.tabswift.ensemble import TabSwiftEnsemble, plan_members
 from autogluon_maya.tabswift.network import CLASSIFICATION
 from autogluon_maya.tabswift.preprocessing import screen_columns
-from autogluon_maya.tabswift.weights import load_checkpoint
+from autogluon_maya.tabswift.checkpoints_io.format import load_checkpoint
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional
 
-from .defaults import SHIPPED_CHECKPOINT
+from ..defaults import SHIPPED_CHECKPOINT
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 ENV = "AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT"
@@ -58,7 +58,7 @@ class WeightsChoice:
 
     def record(self) -> Dict[str, Any]:
         """What the model's info keeps: source, file, sha256 (verified when the weights were loaded), why."""
-        from .weights import checkpoint_paths, read_checkpoint_info
+        from .format import checkpoint_paths, read_checkpoint_info
 
         meta = read_checkpoint_info(self.path)
         out = {"source": self.source, "requested": self.requested, "reason": self.reason,
@@ -114,7 +114,7 @@ def _caches() -> tuple:
 
 
 def _released_or_shipped(requested: str) -> WeightsChoice:
-    from .weights import checkpoint_paths
+    from .format import checkpoint_paths
 
     key = _caches()
     kept = _AUTO_CHOICE.get(key)

@@ -55,11 +55,11 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
-from .config import TabSwiftConfig
-from .network import TabSwiftNetwork
+from ..config import TabSwiftConfig
+from ..network import TabSwiftNetwork
 from .released import (AUTHORS_DEFAULTS, CHECKED_CONFIG, ReleasedCheckpointError, map_state_dict,
                        network_config, read_released, released_name)
-from .weights import load_checkpoint, read_checkpoint_info
+from .format import load_checkpoint, read_checkpoint_info
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 PathLike = Union[str, os.PathLike]
@@ -194,10 +194,10 @@ def _resolve_source(src) -> Tuple[TabSwiftNetwork, Optional[Dict[str, Any]], str
     if isinstance(src, TabSwiftNetwork):
         return src, None, "tabswift"
     if src is None:
-        from .defaults import SHIPPED_CHECKPOINT
+        from ..defaults import SHIPPED_CHECKPOINT
 
         src = SHIPPED_CHECKPOINT
-    from .sources import resolve_checkpoint
+    from .choice import resolve_checkpoint
 
     path = resolve_checkpoint(src)
     try:

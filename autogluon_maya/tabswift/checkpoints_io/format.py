@@ -23,8 +23,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 import torch
 from safetensors.torch import load_file, save_file
 
-from .config import TabSwiftConfig
-from .network import TabSwiftNetwork
+from ..config import TabSwiftConfig
+from ..network import TabSwiftNetwork
 
 FORMAT = "tabswift-checkpoint"
 FORMAT_VERSION = 1

@@ -14,7 +14,7 @@ Where the weights come from, in this order, for every caller:
   fetches in the background.  ``HF_HUB_OFFLINE=1`` forbids it before any socket is opened.
 A file is converted only if its sha256 is the pinned one (the download asks for ``RELEASED_REVISION``).  The
 conversion writes each file to a temporary name in the cache folder and renames it into place
-(``weights.save_checkpoint``); download and conversion run under a file lock in that folder, so processes that
+(``format.save_checkpoint``); download and conversion run under a file lock in that folder, so processes that
 start at once (parallel fold workers, several fits) download once and never read a half-written copy: the
 others wait, then find the converted copy.  A failed probe or download is remembered for the process, per
 endpoint, so the folds of a bag do not each wait for the same dead network.  The converted copy lives in
@@ -153,7 +153,7 @@ def pinned_sha256() -> Optional[str]:
 
 def check_pinned(path: Path, how: str) -> None:
     """Refuses (``HubUnavailableError``) a released file whose sha256 is not the pinned one."""
-    from .weights import sha256_file
+    from .format import sha256_file
 
     want = pinned_sha256()
     if want is None:
@@ -167,7 +167,7 @@ def check_pinned(path: Path, how: str) -> None:
 def _converted_copy(target: Path) -> Optional[Tuple[Path, str]]:
     """Our converted copy, when it is there and was converted from the pinned file (any file where none is)."""
     from .released import is_our_checkpoint
-    from .weights import read_checkpoint_info
+    from .format import read_checkpoint_info
 
     if not is_our_checkpoint(target):
         return None
@@ -237,18 +237,6 @@ def _check_download_allowed(download: bool, refused: str = "") -> None:
 def _fetch_and_convert(target: Path, timeout: float, download: bool) -> Tuple[Path, str]:
     """The hub's local cache, else (``download``) the hub: the pinned file, converted into ``target``.  Runs
     under the cache folder's lock."""
-    from huggingface_hub import hf_hub_download
-
-    from .released import ReleasedCheckpointError, convert
-
-    def converted(src: str, how: str, checked: bool = False) -> Tuple[Path, str]:
-        if not checked:  # (the digest of 33 MB: computed once)
-            check_pinned(Path(src), how)
-        try:
-            return convert(src, target), how
-        except (ReleasedCheckpointError, ValueError, OSError) as err:  # the converter refuses what the hub serves
-            raise HubUnavailableError(f"{REPO_ID}/{FILENAME} ({how}) could not be converted: {err}") from None
-
     refused = ""  # why the file in the hub's local cache was not taken: then it is downloaded again
     cached = cached_released()
     if cached is not None:
@@ -257,12 +245,24 @@ def _fetch_and_convert(target: Path, timeout: float, download: bool) -> Tuple[Pa
             check_pinned(cached, how)
             logger.info(f"TabSwift: {REPO_ID}/{FILENAME} found in the local hub cache; converting it once into "
                         f"{target}")
-            return converted(str(cached), how, checked=True)
+            return _convert(cached, target, how)
         except HubUnavailableError as err:  # another content than the pinned one, or a damaged file
             if not download:
                 raise
             refused = f"{err.reason}; "
     _check_download_allowed(download, refused)
+    src, how = _download(timeout, refused)
+    check_pinned(src, how)
+    logger.info(f"TabSwift: downloaded {REPO_ID}/{FILENAME}; converting it once into {target}")
+    return _convert(src, target, how)
+
+
+def _download(timeout: float, refused: str) -> Tuple[Path, str]:
+    """The released file from the hub (probed first, within ``timeout``), into the hub's local cache; a failure
+    is remembered for the endpoint.  ``refused``: a copy in that cache was not the pinned file, so the download
+    replaces it."""
+    from huggingface_hub import hf_hub_download
+
     endpoint = hub_endpoint()
 
     def failed(reason: str) -> HubUnavailableError:
@@ -281,8 +281,18 @@ def _fetch_and_convert(target: Path, timeout: float, download: bool) -> Tuple[Pa
     except Exception as err:  # HTTP error, timeout, disk: all mean "no file"
         first = str(err).splitlines()[0] if str(err) else ""
         raise failed(f"could not download {REPO_ID}/{FILENAME} from {endpoint} ({type(err).__name__}: {first})")
-    logger.info(f"TabSwift: downloaded {REPO_ID}/{FILENAME}; converting it once into {target}")
-    return converted(str(src), f"downloaded from {endpoint}")
+    return Path(src), f"downloaded from {endpoint}"
+
+
+def _convert(src: Path, target: Path, how: str) -> Tuple[Path, str]:
+    """``src`` (its sha256 already checked against the pin) converted into ``target``; a file the converter
+    refuses is a ``HubUnavailableError``."""
+    from .released import ReleasedCheckpointError, convert
+
+    try:
+        return convert(str(src), target), how
+    except (ReleasedCheckpointError, ValueError, OSError) as err:  # the converter refuses what the hub serves
+        raise HubUnavailableError(f"{REPO_ID}/{FILENAME} ({how}) could not be converted: {err}") from None
 
 
 def fetch_released(timeout: Optional[float] = None) -> Path:

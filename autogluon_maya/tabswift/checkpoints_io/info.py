@@ -12,7 +12,7 @@ RELEASED_DIMS = (24, 192, 4, 64)
 
 
 def describe_checkpoint(path) -> str:
-    from .weights import read_checkpoint_info
+    from .format import read_checkpoint_info
 
     info = read_checkpoint_info(path)
     c, t = info["config"], info.get("metadata", {}).get("training", {})
@@ -35,7 +35,7 @@ def describe_checkpoint(path) -> str:
 
 def _candidates(checkpoint_path) -> list:
     """The checkpoints a fit with ``checkpoint_path`` would load, most likely first."""
-    from .defaults import SHIPPED_CHECKPOINT
+    from ..defaults import SHIPPED_CHECKPOINT
 
     requested = checkpoint_path
     if requested in (None, "", "auto"):
@@ -45,7 +45,7 @@ def _candidates(checkpoint_path) -> list:
     if requested not in ("auto", "hub"):
         return [Path(str(requested))]
     from .hub import cached_released, converted_path
-    from .sources import auto_choice_made
+    from .choice import auto_choice_made
 
     chosen = auto_choice_made() if requested == "auto" else None  # the weights "auto" took in this process
     candidates = [chosen] if chosen is not None else [converted_path()]
@@ -60,7 +60,7 @@ def network_dims(checkpoint_path) -> tuple:
     cache; "hub" otherwise means the released size, and so does "auto" when the released file waits in the
     local Hugging Face hub cache (the fit converts it); otherwise "auto" means the shipped one (what it falls
     back to without the network)."""
-    from .weights import checkpoint_paths
+    from .format import checkpoint_paths
 
     for path in _candidates(checkpoint_path):
         try:

@@ -54,9 +54,9 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import torch
 
-from .config import TabSwiftConfig
-from .network import TabSwiftNetwork
-from .weights import checkpoint_paths, load_checkpoint, read_checkpoint_info, save_checkpoint, sha256_file
+from ..config import TabSwiftConfig
+from ..network import TabSwiftNetwork
+from .format import checkpoint_paths, load_checkpoint, read_checkpoint_info, save_checkpoint, sha256_file
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 PathLike = Union[str, os.PathLike]
@@ -255,7 +255,7 @@ def convert(src: PathLike, out: PathLike) -> Path:
     n_params = sum(p.numel() for p in network.parameters())
     save_checkpoint(network, target, metadata={"source": {
         "format": RELEASED_FORMAT, "file": src.name, "sha256": sha256_file(src), "released_config": released_config,
-        "parameters": n_params, "converted_by": "autogluon_maya.tabswift.released"}})
+        "parameters": n_params, "converted_by": "autogluon_maya.tabswift.checkpoints_io.released"}})
     load_checkpoint(target)  # verifies the checksum and every shape once more
     logger.info(f"converted {src} ({n_params:,} parameters) to {target}.safetensors/.json")
     return target

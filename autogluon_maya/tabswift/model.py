@@ -101,10 +101,10 @@ class TabSwiftModel(PriorCheckAndRefitRecords, TorchPluginMixin, AbstractTorchMo
         return self.eval_metric
 
     def weights_choice(self):
-        """The weights to load and why (``checkpoints_io.choice.choose_weights``): ``"auto"`` (default) = the authors'
-        released weights when they are on this machine (``autogluon_maya.prefetch_weights()`` puts them there),
-        else the shipped checkpoint; ``"shipped"``/None, ``"hub"``, a path; ``$AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT``
-        replaces ``"auto"`` and None."""
+        """The weights to load and why (``checkpoints_io.choice.choose_weights``): ``"auto"`` (default) = the
+        authors' released weights, from this machine's caches or downloaded once (``autogluon_maya.prefetch_weights()``
+        puts them there ahead of time), else the shipped checkpoint; ``"shipped"``/None, ``"hub"``, a path;
+        ``$AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT`` replaces ``"auto"`` and None."""
         from .checkpoints_io.choice import choose_weights
 
         return choose_weights(self._get_model_params().get("checkpoint_path"))
@@ -160,7 +160,10 @@ class TabSwiftModel(PriorCheckAndRefitRecords, TorchPluginMixin, AbstractTorchMo
         ``repeats``: a refit's record of why the fit it replaces chose its weights."""
         from .checkpoints_io.format import load_checkpoint
 
-        choice = self.weights_choice()  # "auto" reads this machine's caches only: no fit waits for a network
+        # "auto" may download the released weights (the first fit on a machine), after a probe of the hub bounded
+        # by $AUTOGLUON_MAYA_HUB_TIMEOUT (5 s); a failure falls back to the shipped weights, not retried in this
+        # process, and the first choice holds for the rest of the process
+        choice = self.weights_choice()
         network = load_checkpoint(choice.path).to(device)  # verifies the sha256 recorded below
         weights = choice.record()
         if repeats:  # a refit (refit_full, refit_folds) repeating the decision of the fit it replaces

@@ -245,6 +245,31 @@ def test_memory_estimate_of_auto_counts_released_weights_waiting_in_the_hub_cach
     assert est("auto") == est("hub") > est("shipped")
 
 
+def test_memory_estimate_of_auto_counts_a_download_where_one_may_happen(tmp_path, monkeypatch):
+    """checkpoint_path="auto" not decided yet in this process, nothing cached: a fit that may download loads the
+    released network, so the estimate is the released size; where it may not, the shipped one."""
+    import autogluon_maya.tabswift.checkpoints_io.choice as choice
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "empty_cache"))
+    monkeypatch.delenv("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf"))
+    monkeypatch.setattr(choice, "auto_choice_made", lambda: None)
+    X = pd.DataFrame(np.zeros((2_000, 10)))
+
+    def est(path, gpu=False):
+        method = TabSwiftModel._estimate_gpu_memory_usage_static if gpu else \
+            TabSwiftModel._estimate_memory_usage_static
+        return method(X=X, hyperparameters={"fine_tune": False, "checkpoint_path": path}, num_classes=2)
+
+    monkeypatch.setattr(choice, "auto_may_download", lambda: True)
+    assert est("auto") == est("hub") > est("shipped")
+    assert est("auto", gpu=True) == est("hub", gpu=True) > est("shipped", gpu=True)
+    monkeypatch.setattr(choice, "auto_may_download", lambda: False)
+    assert est("auto") == est("shipped")
+    assert est("auto", gpu=True) == est("shipped", gpu=True)
+
+
 def test_memory_estimate_of_auto_follows_the_weights_auto_chose_in_this_process(tmp_path, monkeypatch):
     """Once a fit's checkpoint_path="auto" has chosen its weights, the estimates of later "auto" fits in the process
     are sized by those weights (here a tiny network), not by what the caches alone would suggest (the shipped)."""

@@ -44,12 +44,14 @@ def _candidates(checkpoint_path) -> list:
         return [SHIPPED_CHECKPOINT]
     if requested not in ("auto", "hub"):
         return [Path(str(requested))]
+    from .choice import auto_choice_made, auto_may_download
     from .hub import cached_released, converted_path
-    from .choice import auto_choice_made
 
     chosen = auto_choice_made() if requested == "auto" else None  # the weights "auto" took in this process
     candidates = [chosen] if chosen is not None else [converted_path()]
-    if requested == "auto" and chosen is None and cached_released() is None:
+    # "auto" not decided yet, with no released file on this machine: it will download the released network
+    # where it may, else fall back to the shipped one (after the converted copy, which wins when it is there)
+    if requested == "auto" and chosen is None and cached_released() is None and not auto_may_download():
         candidates.append(SHIPPED_CHECKPOINT)
     return candidates
 
@@ -57,9 +59,10 @@ def _candidates(checkpoint_path) -> list:
 def network_dims(checkpoint_path) -> tuple:
     """(layers, d_model, heads, registers) of the checkpoint a fit would load: the shipped one for
     None/"shipped", the file named by a path, the converted released copy for "hub"/"auto" when it is in the
-    cache; "hub" otherwise means the released size, and so does "auto" when the released file waits in the
-    local Hugging Face hub cache (the fit converts it); otherwise "auto" means the shipped one (what it falls
-    back to without the network)."""
+    cache; "hub" otherwise means the released size.  "auto" means the weights it chose earlier in this process;
+    before any choice, the released size when the released file waits in the local Hugging Face hub cache (the
+    fit converts it) or when the fit may download it (``choice.auto_may_download``), else the shipped one
+    (what it falls back to without the network)."""
     from .format import checkpoint_paths
 
     for path in _candidates(checkpoint_path):

@@ -198,7 +198,7 @@ def locate_released(timeout: Optional[float] = None, download: bool = False) -> 
         return found
     try:
         import huggingface_hub  # noqa: F401
-        from filelock import FileLock, Timeout  # a dependency of huggingface_hub
+        from filelock import FileLock, Timeout  # the hub extra installs it (huggingface_hub needs it too)
     except ImportError:
         raise ImportError(f"the authors' weights from the model hub need the optional package huggingface_hub "
                           f"({INSTALL_HINT}); or {MANUAL}") from None

@@ -13,6 +13,6 @@
 - ``info``: the network size a fit would load, read from a checkpoint's JSON without loading it (the memory
   estimates), and the line a fit logs about its checkpoint.
 
-The modules import torch only where they handle tensors (``format``, ``released``, ``export``); ``choice``,
-``hub`` and ``info`` load nothing heavy, so ``import autogluon_maya`` stays light.
+``format``, ``released`` and ``export`` import torch; ``choice``, ``hub`` and ``info`` import it (and
+huggingface_hub) only inside the functions that need it, so ``import autogluon_maya`` stays light.
 """

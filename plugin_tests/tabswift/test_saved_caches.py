@@ -132,10 +132,22 @@ def test_a_broken_file_or_another_fit_s_caches_cost_speed_not_predictions(tmp_pa
     loaded = TabSwiftModel.load(second.path)
     assert not loaded.model._caches
     np.testing.assert_allclose(loaded.predict_proba(X.iloc[200:]), expected, atol=1e-5)
-    # a file cut short: not read, nothing half-restored
-    data = (Path(first.path) / CACHES_NAME).read_bytes()
-    (Path(first.path) / CACHES_NAME).write_bytes(data[: len(data) // 2])
+    # a file cut short: not read
+    cut = Path(first.path) / CACHES_NAME
+    data = cut.read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
     assert not TabSwiftModel.load(first.path).model._caches
+    # a readable file whose second member lacks a tensor: the first member, already restored, is dropped too, so
+    # that no half-restored set is used
+    first.save()  # (the first model's own file again, whole)
+    with safe_open(str(Path(first.path) / CACHES_NAME), framework="pt") as f:
+        meta = dict(f.metadata())
+    tensors = load_file(str(Path(first.path) / CACHES_NAME))
+    assert "0.h0" in tensors and "1.h0" in tensors
+    save_file({k: v for k, v in tensors.items() if k != "1.h0"}, str(Path(first.path) / CACHES_NAME), metadata=meta)
+    half = TabSwiftModel.load(first.path)
+    assert not half.model._caches
+    np.testing.assert_allclose(half.predict_proba(X.iloc[200:]), first.predict_proba(X.iloc[200:]), atol=1e-5)
 
 
 def test_caches_of_other_weights_are_not_used(tmp_path):

@@ -253,7 +253,7 @@ def check_reload_without_cuda(ctx):
     if "gpu_predictor" not in ctx:
         raise RuntimeError("needs the predictor fitted by maya_bf16, which did not finish")
     work = ctx["work"]
-    storages = None
+    storages = None  # torch storages in the pickle: none, MAYA's weights are saved apart (module.safetensors)
     if ctx["cpu"]:  # make the CPU-fitted pickles what a GPU fit writes
         pkl = Path(ctx["gpu_predictor"]) / "models" / "Maya" / "model.pkl"
         model = pickle.loads(pkl.read_bytes())
@@ -268,8 +268,9 @@ def check_reload_without_cuda(ctx):
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-2000:])
     delta = np.abs(np.load(work / "reload_proba.npy") - ctx["gpu_proba"])
+    weights = Path(ctx["gpu_predictor"]) / "models" / "Maya" / "module.safetensors"
     return {"device_after_load": proc.stdout.strip().splitlines()[-1], "max_abs_delta": float(delta.max()),
-            "rows": len(ctx["test"]), "storages_rewritten_to_cuda": storages}
+            "rows": len(ctx["test"]), "storages_in_pickle": storages, "weights_saved_apart": weights.is_file()}
 
 
 CHECKS = [check_maya_bf16, check_tabswift_bf16, check_hpo, check_ray_train_ddp, check_reload_without_cuda]

@@ -30,7 +30,7 @@ def test_every_key_is_registered_and_every_setting_is_known(preset):
     from autogluon.tabular.registry import ag_model_registry
 
     registered = ag_model_registry.key_to_cls_map()
-    hp = hyperparameters(preset)
+    hp = hyperparameters(preset, tabswift=True)
     assert {"MAYA", "TABSWIFT", "GBM", "CAT"} <= set(hp)
     for key, value in hp.items():
         assert key in registered, f"{preset}: {key!r} is not an AutoGluon model key"
@@ -62,17 +62,18 @@ def test_best_is_the_gpu_portfolio_described_in_the_brief():
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_each_call_returns_an_independent_deep_copy(preset):
-    a, b = hyperparameters(preset), hyperparameters(preset)
+    a, b = hyperparameters(preset, tabswift=True), hyperparameters(preset, tabswift=True)
     assert a == b and a is not b
     a["MAYA"] = {"max_epochs": 1}
     a["GBM"]["num_boost_round"] = 3
     for value in _configs(b["TABSWIFT"]):
         value["n_estimators"] = 99
         value.setdefault("ag_args", {})["name_suffix"] = "_mutated"
-    fresh = hyperparameters(preset)
+    fresh = hyperparameters(preset, tabswift=True)
     assert fresh["MAYA"] != {"max_epochs": 1} and "num_boost_round" not in fresh["GBM"]
     assert all(c.get("n_estimators") != 99 for c in _configs(fresh["TABSWIFT"]))
-    assert fresh == hyperparameters(preset) == PRESETS[preset]
+    assert fresh == hyperparameters(preset, tabswift=True)
+    assert hyperparameters(preset, tabswift=False) == {k: v for k, v in PRESETS[preset].items() if k != "TABSWIFT"}
 
 
 def _priorities(hp, key):
@@ -93,7 +94,7 @@ def test_best_fits_the_gbdts_before_tabswift_and_maya():
 def test_light_gives_maya_a_fair_share_of_level_one():
     """MAYA right after LightGBM and before CatBoost (and XGBoost, which a user may add), with at most half of the
     time left then, so neither the trees nor MAYA can take all of level 1; TabSwift after every tree."""
-    hp = hyperparameters("light")
+    hp = hyperparameters("light", tabswift=True)
     (maya,) = _priorities(hp, "MAYA")
     assert min(_priorities(hp, "GBM")) > maya > max(_priorities(hp, "CAT") + _priorities({"XGB": {}}, "XGB"))
     assert hp["MAYA"]["ag_args_fit"] == {"max_time_limit_ratio": 0.5}
@@ -103,9 +104,40 @@ def test_light_gives_maya_a_fair_share_of_level_one():
 def test_light_stacks_maya_but_not_tabswift():
     """In "light" TabSwift is a level-1 model only (its level-2 stacker never earned ensemble weight); MAYA
     stays a stacker."""
-    hp = hyperparameters("light")
+    hp = hyperparameters("light", tabswift=True)
     assert hp["TABSWIFT"]["ag_args"]["valid_stacker"] is False
     assert hp["MAYA"]["ag_args"].get("valid_stacker", True) is True
+
+
+@pytest.mark.parametrize("released", [False, True])
+def test_light_carries_tabswift_only_where_the_released_weights_are_here(monkeypatch, released):
+    """The shipped checkpoint did not earn its slot in "light" on the decision tables: the preset carries TabSwift
+    (zero-shot, "auto" weights) only where the authors' released weights are on this machine."""
+    from autogluon_maya.portfolio import LIGHT_TABSWIFT
+    from autogluon_maya.tabswift.checkpoints_io import choice
+
+    monkeypatch.setattr(choice, "released_on_this_machine", lambda: released)
+    hp = hyperparameters("light")
+    assert ("TABSWIFT" in hp) is released
+    if released:
+        assert hp["TABSWIFT"] == LIGHT_TABSWIFT and hp["TABSWIFT"]["checkpoint_path"] == "auto"
+    assert "TABSWIFT" in hyperparameters("light", tabswift=True) and "TABSWIFT" in hyperparameters("best")
+    if not released:
+        with pytest.raises(ValueError, match="autogluon-maya-prefetch.*tabswift=True"):
+            hyperparameters("light", overrides={"TABSWIFT": {"n_estimators": 4}})
+
+
+def test_released_on_this_machine_reads_the_caches_without_the_network(monkeypatch, tmp_path):
+    """Nothing prefetched and downloads switched off (the suite's default): False, and no socket is opened."""
+    import socket
+
+    from autogluon_maya.tabswift.checkpoints_io import choice
+
+    monkeypatch.setenv("AUTOGLUON_MAYA_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
+    monkeypatch.setattr(choice, "_AUTO_CHOICE", {})
+    monkeypatch.setattr(socket.socket, "connect", lambda *a, **k: pytest.fail("a socket was opened"))
+    assert choice.released_on_this_machine() is False
 
 
 def test_unknown_preset_names_the_valid_ones():
@@ -139,7 +171,8 @@ def test_light_fits_end_to_end_with_every_family():
     data = _breast_cancer(240)
     train, test = data.iloc[:200], data.iloc[200:]
     # MAYA gets 20 epochs here (2 leave it at the majority class on 200 rows), so every family can be judged
-    hp = hyperparameters("light", overrides={**{k: v for k, v in FAST.items() if k != "XGB"}, "MAYA": {"max_epochs": 20}})
+    hp = hyperparameters("light", tabswift=True,
+                         overrides={**{k: v for k, v in FAST.items() if k != "XGB"}, "MAYA": {"max_epochs": 20}})
     pred = TabularPredictor(label="target", path="ag", verbosity=0).fit(
         train, hyperparameters=hp, time_limit=120, num_cpus=1, num_gpus=0, raise_on_model_failure=True)
     lb = pred.leaderboard(test, silent=True)

@@ -87,6 +87,22 @@ def auto_choice_made() -> Optional[Path]:
     return None if kept is None else kept.path
 
 
+def released_on_this_machine() -> bool:
+    """Whether "auto" loads the authors' released weights without a download: chosen already in this process, or
+    a converted copy in our cache, or ``swift.ckpt`` in the local Hugging Face hub cache (converted here once).
+    Opens no socket."""
+    from .hub import HubUnavailableError, locate_released
+
+    kept = _AUTO_CHOICE.get(_caches())
+    if kept is not None:
+        return kept.source == RELEASED_SOURCE
+    try:
+        locate_released(download=False)
+    except (ImportError, HubUnavailableError):
+        return False
+    return True
+
+
 def auto_may_download() -> bool:
     """Whether an "auto" not yet decided in this process would try to download the released weights (downloads
     on, ``HF_HUB_OFFLINE`` unset, huggingface_hub installed, the hub not failed earlier): a fit that sizes its

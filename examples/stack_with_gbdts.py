@@ -60,12 +60,16 @@ def family(model_name: str) -> str:
     return "other"
 
 
-def portfolio(preset: str, smoke: bool = False) -> dict:
-    """The preset's models plus XGBoost, shrunk to tiny sizes with ``smoke``."""
-    hp = hyperparameters(preset)
+def portfolio(preset: str, smoke: bool = False, tabswift=None) -> dict:
+    """The preset's models plus XGBoost, shrunk to tiny sizes with ``smoke``; ``tabswift`` as
+    ``autogluon_maya.hyperparameters`` takes it (None: "light" carries TabSwift where the released weights are on
+    this machine)."""
+    hp = hyperparameters(preset, tabswift=tabswift)
     hp.setdefault("XGB", {})
     if smoke:
         for key, override in SMOKE_OVERRIDES.items():
+            if key not in hp:
+                continue
             configs = hp[key] if isinstance(hp[key], list) else [hp[key]]
             for c in configs:
                 c.update(override)

@@ -50,7 +50,9 @@ def config_hyperparameters(config: str, preset: str, smoke: bool, ours_add: dict
     (:func:`_candidate_entry` says how each entry meets the preset's)."""
     from stack_with_gbdts import portfolio
 
-    hp = portfolio(preset, smoke=smoke)  # the preset + XGB (+ tiny sizes with smoke)
+    hp = portfolio(preset, smoke=smoke, tabswift=True)  # the preset + XGB (+ tiny sizes with smoke)
+    if isinstance(hp.get("TABSWIFT"), dict):  # the TabSwift the committed runs measured: the shipped checkpoint
+        hp["TABSWIFT"]["checkpoint_path"] = "shipped"
     trees = {k: v for k, v in hp.items() if k in GBDT_KEYS}
     if config == "gbdt":
         return trees

@@ -119,29 +119,40 @@ def read_rows(out: Path) -> list:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def report(out: Path) -> str:
-    from scipy.stats import binomtest, wilcoxon
+def rows_table(rows: list) -> str:
+    """Per training-row count: pairs, mean relative validation error with / without TabSwift, pairs better /
+    worse / the same, the sign test's and (from 6 differing pairs) Wilcoxon's p-values, TabSwift's mean weight
+    and the pairs where TabSwift alone validates above the best tree."""
+    from scipy.stats import wilcoxon
 
+    from benchlib.stats import p_text, sign_test_p
+    from benchlib.tables.common import markdown
+
+    df = pd.DataFrame(rows)
+    df["rel"] = df["err_with"] / df["err_without"]
+    body = []
+    for n, g in df.groupby("rows"):
+        diff = g["err_with"] - g["err_without"]
+        better, worse = int((diff < -1e-12).sum()), int((diff > 1e-12).sum())
+        nz = diff[diff.abs() > 1e-12]
+        p_w = p_text(float(wilcoxon(nz).pvalue)) if len(nz) >= 6 else "—"
+        alone = int((g["err_tabswift"] < g["err_best_tree"]).sum())
+        body.append([str(n), str(len(g)), f"{g['rel'].mean():.4f}", f"{better} / {worse} / {len(g) - better - worse}",
+                     p_text(sign_test_p(better, worse)), p_w, f"{g['tabswift_weight'].mean():.2f}",
+                     f"{alone} of {len(g)}"])
+    return markdown(["training rows", "(table, seed) pairs", "validation error with / without TabSwift (mean)",
+                     "better / worse / same", "sign test p", "Wilcoxon p", "TabSwift's weight (mean)",
+                     "TabSwift alone above the best tree"], body)
+
+
+def report(out: Path) -> str:
     df = pd.DataFrame(read_rows(out))
     if df.empty:
         return "no results yet\n"
     df["rel"] = df["err_with"] / df["err_without"]
-    lines = ["| training rows | pairs | rel. error with / without TabSwift (mean) | better | worse | same "
-             "| sign test p | Wilcoxon p | TabSwift weight (mean) | TabSwift alone beats best tree |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for n, g in df.groupby("rows"):
-        diff = g["err_with"] - g["err_without"]
-        better, worse = int((diff < -1e-12).sum()), int((diff > 1e-12).sum())
-        same = len(g) - better - worse
-        p_sign = binomtest(better, better + worse).pvalue if better + worse else 1.0
-        nz = diff[diff.abs() > 1e-12]
-        p_w = wilcoxon(nz).pvalue if len(nz) >= 6 else float("nan")
-        alone = int((g["err_tabswift"] < g["err_best_tree"]).sum())
-        lines.append(f"| {n} | {len(g)} | {g['rel'].mean():.4f} | {better} | {worse} | {same} | {p_sign:.3f} "
-                     f"| {p_w:.3f} | {g['tabswift_weight'].mean():.2f} | {alone} of {len(g)} |")
-    text = "\n".join(lines) + "\n"
+    text = rows_table(read_rows(out)) + "\n"
     (out / "report.md").write_text("# TabSwift (shipped checkpoint) in the light preset, by training rows\n\n"
-                                   "Validation rows only; 13 decision tables, split seeds 0 and 1.\n\n" + text)
+                                   "Validation rows only; the 13 decision tables, split seeds 0 and 1.\n\n" + text)
     _plot(df, out / "rows.png")
     return text
 

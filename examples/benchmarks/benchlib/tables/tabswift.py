@@ -74,3 +74,12 @@ table("tabswift-fine-tune-steps-test")(partial(settings_table, "tabswift_fine_tu
                                                "100 steps"))
 table("tabswift-members")(partial(budget_trials, "tabswift_members", "TABSWIFT", TABSWIFT_MEMBERS))
 table("tabswift-members-pairs")(partial(budget_pairs, "tabswift_members", "TABSWIFT", TABSWIFT_MEMBERS))
+
+
+@table("tabswift-light-rows")
+def tabswift_light_rows() -> str:
+    """The shipped TabSwift in the "light" preset, by training rows, on the 13 decision tables' validation rows
+    (``examples/benchmarks/tabswift_light_rows.py``)."""
+    from tabswift_light_rows import DEFAULT_OUT, read_rows, rows_table
+
+    return rows_table(read_rows(DEFAULT_OUT))

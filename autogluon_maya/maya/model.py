@@ -12,40 +12,15 @@ from autogluon.core.constants import BINARY, MULTICLASS, QUANTILE, REGRESSION
 from autogluon.core.hpo.constants import RAY_BACKEND
 from autogluon.tabular.models.abstract.abstract_torch_model import AbstractTorchModel
 
-from ..common.ag_model import TORCH_IMPORT_BYTES, TorchPluginMixin, param_value
+from ..common.ag_model import TorchPluginMixin
 from ..common.refit import write_refit_record
 from .defaults import AUTO_BATCH_ROWS, check_params, pop_replay, replay_record, resolve_defaults
-from .members import (PARALLEL_MAX_ACTIVATION_BYTES, MemberJudge, MemberSettings, parallel_wanted, resolve_members,
-                      resolve_parallel, train_members)
+from .memory import activation_bytes, estimate_fit_memory, estimate_gpu_memory
+from .members import MemberJudge, MemberSettings, resolve_members, resolve_parallel, train_members
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 
 PREDICT_CHUNK_ROWS = 1024  # query rows per inference chunk (FittedMaya.predict_raw also caps the similarity block)
-FIT_OVERHEAD_BYTES = 140 * 2**20  # measured: 120-150 MiB for small one-block fits
-
-
-def embedding_bytes(option, n_num: int, hidden: int, rows: int, batch: int) -> int:
-    """What a numeric embedding (``num_embeddings``) adds to a fit's peak: its parameters four times (weights,
-    gradients, Adam's two moments) and its largest activations.  PLR's encoding of a chunk of ``rows`` rows holds
-    the 48 frequencies' products and their cosines and sines (3 x 48 floats per feature), and sets the peak; the
-    piecewise embedding's bin encoding (48 floats per feature) counts as kept for the backward pass of a training
-    batch of ``batch`` rows (~3 copies).  Calibrated on measured peaks (docs/maya.md, "Memory")."""
-    if option is None or not n_num:
-        return 0
-    from .network import PIECEWISE_BINS
-
-    k = PIECEWISE_BINS  # also the library's default count of PLR frequencies
-    if option == "periodic":
-        return 16 * n_num * (k + 2 * k * hidden + hidden) + 4 * rows * n_num * 3 * k
-    return 16 * n_num * (k * hidden + 2 * hidden) + 4 * 3 * batch * n_num * k
-
-
-def activation_bytes(batch: int, n_features: int, hidden: int, layers: int, branches: int) -> int:
-    """Training activations of one batch, forward and backward, branch-stacked: each MBA block keeps ~12
-    (batch, tokens, hidden) float tensors per branch (attention, FFN, norms), and autograd ~3x that."""
-    return 4 * batch * (n_features + 1) * hidden * layers * branches * 12 * 3
-
-
 class MayaModel(TorchPluginMixin, AbstractTorchModel):
     """MAYA: an encoder-decoder transformer trained per dataset (multi-branch attention encoder, label-aware
     inter-instance attention decoder).
@@ -370,41 +345,15 @@ class MayaModel(TorchPluginMixin, AbstractTorchModel):
     @classmethod
     def _estimate_memory_usage_static(cls, *, X: pd.DataFrame, hyperparameters: dict = None,
                                       problem_type: str = "binary", num_classes: int = 1, **kwargs) -> int:
-        """Peak host RAM a fit adds to the process.  Fitted to measured peak-RSS increases (binary, 300-4,000
-        rows, 20-520 features, 1-3 MBA blocks, batch 32-512; the estimate is 1.1-1.6x each): a fixed part
-        (torch's thread pools and allocator, the encoder), and with more than one block the first block's full
-        attention and FFN over every token, which peaks in the eval-mode encoding of a 1,024-row context chunk
-        and accumulates over the blocks of a training batch (autograd).  A one-block encoder computes only the
-        [CLS] row.  A numeric embedding adds its parameters and its encoding of a chunk (``embedding_bytes``).
-        Two members training at once double the network's part; torch's first import adds its own.  The
-        inference context (every row, or ``max_context_rows``) sets the similarity block and the context buffers."""
-        import sys
+        """Peak host RAM a fit adds to the process (``memory.estimate_fit_memory``)."""
+        return estimate_fit_memory(X, hyperparameters, problem_type)
 
-        from .schedule import effective_batch_size
-
-        hyperparameters = hyperparameters or {}
-        table = resolve_defaults(problem_type, param_value(hyperparameters, "recipe")
-                                 if "recipe" in hyperparameters else "default")
-        hp = {k: param_value(hyperparameters, k) if k in hyperparameters else v for k, v in table.items()}
-        n, f = len(X), max(1, X.shape[1])
-        b = effective_batch_size(hp["batch_size"], n, AUTO_BATCH_ROWS[problem_type])
-        d, L, br = int(hp["hidden_size"]), int(hp["num_layers"]), int(hp["num_branch"])
-        per_row = 4 * (f + 1) * d * br  # one branch-stacked token tensor of one row, float32
-        chunk = per_row * min(1024, n)
-        network = 0.8 * chunk if L == 1 else 13 * chunk + 20 * (L - 1) * per_row * b
-        if hp.get("num_embeddings") is not None:
-            from ..common.preprocessing import numeric_width
-
-            network += embedding_bytes(hp["num_embeddings"], numeric_width(X), d, min(1024, n), b)
-        if parallel_wanted(hp["parallel_members"]) > 1 \
-                and activation_bytes(b, f, d, L, br) <= PARALLEL_MAX_ACTIVATION_BYTES:
-            network *= 2  # two members may train at once
-        # data copies of every row; the inference similarity block and the context's buffers (a key projection
-        # per IAIL block, the label embeddings, the encodings) hold the context rows only (max_context_rows)
-        ctx = n if hp.get("max_context_rows") is None else min(n, int(hp["max_context_rows"]))
-        small = 4 * n * f * 6 + 4 * min(1 << 26, 1024 * ctx) + 4 * ctx * d * (int(hp["num_decoder_layers"]) + 2)
-        return int(1.25 * (FIT_OVERHEAD_BYTES + network) + small
-                   + (0 if "torch" in sys.modules else TORCH_IMPORT_BYTES))
+    @classmethod
+    def _estimate_gpu_memory_usage_static(cls, *, X: pd.DataFrame, hyperparameters: dict = None,
+                                          problem_type: str = "binary", num_classes: int = 1, **kwargs) -> int:
+        """Device bytes of a fit on a GPU (``memory.estimate_gpu_memory``): AutoGluon checks it against the GPU's
+        free memory before the fit and sizes parallel folds by it."""
+        return estimate_gpu_memory(X, hyperparameters, problem_type)
 
     @classmethod
     def _class_tags(cls):

@@ -45,7 +45,7 @@ def test_memory_estimate_adds_torch_only_before_its_first_import(monkeypatch):
     import numpy as np
     import pandas as pd
 
-    from autogluon_maya.maya.model import TORCH_IMPORT_BYTES
+    from autogluon_maya.common.ag_model import TORCH_IMPORT_BYTES
 
     X = pd.DataFrame(np.zeros((1_000, 10)))
     imported = MayaModel._estimate_memory_usage_static(X=X, num_classes=2)

@@ -67,7 +67,7 @@ def busy_process():
 LIMIT = 20.0
 # Bagged fits start Ray workers for parallel folds and that start-up counts against the limit: with other
 # jobs on the machine it took most of a 20 s limit (the fit ended in time, but no fold trained), so the
-# bagged MAYA test uses 40 s.  Each fold deducts its own worker's start-up (TorchPluginMixin._fit_clock_start);
+# bagged MAYA test uses 40 s.  Each fold deducts its own worker's start-up (fold_worker.fit_clock_start);
 # without that the fit took 40-41 s beside one busy process and 52.7 s under heavier load.
 BAGGED_LIMIT = 40.0
 

@@ -104,7 +104,7 @@ def one_fit(data_dir: Path, table: str, seed: int, n: int, val_rows: int, num_cp
                 "err_tabswift": err[tabswift[0]],
                 "err_best_tree": min(err[m] for m in trees),
                 "oof_score": oof, "tabswift_weight": sum(w for m, w in weights.items() if m.startswith("TabSwift")),
-                "weights": weights, "package_commit": code_version()}
+                "weights": weights, **code_version()}
     finally:
         shutil.rmtree(path, ignore_errors=True)
 

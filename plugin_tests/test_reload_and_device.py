@@ -105,3 +105,26 @@ def test_model_recorded_as_trained_on_cuda_loads_on_cpu_and_predicts_the_same(fi
     for m in MODELS:
         assert result[m]["device"] == "cpu", m
         np.testing.assert_allclose(np.asarray(result[m]["proba"]), expected[m], atol=ATOL[m], err_msg=m)
+
+
+def test_a_save_without_a_network_removes_the_weights_an_earlier_save_left(tmp_path):
+    """A model that keeps no network (a fall-back to the prior) saved into a folder that holds the weights of an
+    earlier save must not load them back into its empty module."""
+    from sklearn.datasets import load_breast_cancer
+
+    from autogluon_maya import MayaModel
+    from autogluon_maya.common.ag_model import MODULE_WEIGHTS_NAME
+    from autogluon_maya.maya.fitted import FittedMayaMembers
+
+    data = load_breast_cancer(as_frame=True).frame.sample(n=120, random_state=0).reset_index(drop=True)
+    pred = TabularPredictor(label="target", path=str(tmp_path / "ag"), verbosity=0).fit(
+        data, hyperparameters={"MAYA": {"max_epochs": 1, "hidden_size": 8, "num_heads": 2}},
+        fit_weighted_ensemble=False, num_cpus=1, num_gpus=0)
+    model = pred._trainer.load_model("Maya")
+    weights = os.path.join(model.path, MODULE_WEIGHTS_NAME)
+    assert os.path.isfile(weights)
+    model.model, model._prior = FittedMayaMembers([]), np.float32(0.6)
+    model.save()
+    assert not os.path.isfile(weights)
+    loaded = MayaModel.load(model.path)
+    assert np.allclose(loaded.predict_proba(data.drop(columns="target").iloc[:5]), 0.6)

@@ -58,7 +58,11 @@ class TorchPluginMixin:
     def save(self, path: Optional[str] = None, verbose: bool = True) -> str:
         module = self._module_saved_apart()
         if module is None:
-            return super().save(path=path, verbose=verbose)
+            path = super().save(path=path, verbose=verbose)
+            stale = os.path.join(path, MODULE_WEIGHTS_NAME)  # from an earlier save into this folder: not this model's
+            if os.path.isfile(stale):
+                os.remove(stale)
+            return path
         from autogluon.core.models import AbstractModel
         from safetensors.torch import save_file
 

@@ -233,8 +233,8 @@ def prefetch_weights(timeout: Optional[float] = None) -> Path:
 def prefetch_main(argv=None) -> int:
     """``autogluon-maya-prefetch``: fetch and convert the released TabSwift weights; prints the checkpoint."""
     import argparse
-    import logging
 
+    from .format import run_command
     from .hub import FILENAME, REPO_ID, HubUnavailableError
 
     parser = argparse.ArgumentParser(prog="autogluon-maya-prefetch", description=(
@@ -242,14 +242,7 @@ def prefetch_main(argv=None) -> int:
         f"TABSWIFT's checkpoint_path='auto' uses it offline."))
     parser.add_argument("--timeout", type=float, default=None, help="seconds the hub must answer within")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    try:
-        path = prefetch_weights(args.timeout)
-    except (HubUnavailableError, ImportError) as err:
-        print(f"error: {err}")
-        return 1
-    print(path)
-    return 0
+    return run_command(lambda: prefetch_weights(args.timeout), (HubUnavailableError, ImportError))
 
 
 __all__ = ["AUTO", "ENV", "HUB", "SHIPPED", "WeightsChoice", "auto_may_download", "choose_weights",

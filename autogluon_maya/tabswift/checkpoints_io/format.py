@@ -149,3 +149,19 @@ def load_checkpoint(path: PathLike, verify_checksum: bool = True) -> TabSwiftNet
 
 __all__ = ["FORMAT_VERSION", "checkpoint_paths", "load_checkpoint", "read_checkpoint_info", "save_checkpoint",
            "sha256_file"]
+
+
+def run_command(make_checkpoint, errors: tuple) -> int:
+    """The common end of the package's console commands: progress logged to the terminal, then the checkpoint's
+    path printed (exit 0), or ``error: <why>`` for one of ``errors`` (exit 1)."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        path = make_checkpoint()
+    except errors as err:
+        print(f"error: {err}")
+        return 1
+    print(path)
+    return 0
+

@@ -56,7 +56,7 @@ import torch
 
 from ..config import TabSwiftConfig
 from ..network import TabSwiftNetwork
-from .format import checkpoint_paths, load_checkpoint, read_checkpoint_info, save_checkpoint, sha256_file
+from .format import checkpoint_paths, load_checkpoint, read_checkpoint_info, run_command, save_checkpoint, sha256_file
 
 logger = logging.getLogger(f"autogluon.ext.{__name__}")
 PathLike = Union[str, os.PathLike]
@@ -292,14 +292,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("source", help="released checkpoint, e.g. swift.ckpt")
     parser.add_argument("out", help="output directory (or checkpoint path without suffix)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    try:
-        target = convert(args.source, args.out)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"error: {err}")
-        return 1
-    print(target)
-    return 0
+    return run_command(lambda: convert(args.source, args.out), (ValueError, FileNotFoundError))
 
 
 __all__ = ["AUTHORS_DEFAULTS", "KEY_RULES", "ReleasedCheckpointError", "convert", "convert_cached", "map_state_dict", "network_config",

@@ -58,7 +58,7 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     "ema_keep": "better",  # "better": each validation pass keeps the better of the average and the live weights;
     # "average": the average alone is scored and kept
     "ensemble_members": "auto",  # up to AUTO_MEMBERS networks while a time limit holds them (members.py)
-    "parallel_members": "auto",  # CPU: the first two members train at once, one thread each
+    "parallel_members": 1,  # members one at a time; "auto" (CPU): the first two at once, one thread each
     "adaptive_threads": True,  # CPU: keep 1 or num_cpus threads, whichever steps faster
     # inference context (Eq. 14): None attends over every training row (the paper's); N over N rows drawn once
     # at fit (context.draw_context).  Off until validated on large tables

@@ -3,6 +3,7 @@ TabArena way, one outer split per table; resumable.
 
     python examples/benchmarks/tabarena_run.py --data-dir /data/tables             # the full run (see below)
     python examples/benchmarks/tabarena_run.py --smoke --out /tmp/ta_smoke         # the plumbing, 2-3 min on 2 cores
+    python examples/benchmarks/tabarena_run.py --datasets phoneme --methods TabM,MAYA   # some tables, some methods
     python examples/benchmarks/tabarena_compare.py --out <the same --out>          # Elo, ranks, simulated ensembles
 
 The tables (``mixed_ensemble_benchmark.DATASETS``): qsar_biodeg, seismic_bumps, phoneme, spambase, telco_churn,
@@ -24,6 +25,9 @@ leaderboard: AutoGluon's default preprocessing, no feature shuffling) with ``n_c
   ``autogluon_maya.integrations.tabarena`` as ``(generator, 0)`` entries, the route TabArena recommends for models
   outside its registry (TabSwift with the checkpoint shipped in the package: no download).
 
+``--methods`` (these labels, comma-separated; default all seven) builds and fits only the named configs; a
+config's name and seeds do not depend on which others are built beside it.
+
 TabArena's bagging protocol: 8 bag folds, one bag set, the bundle's seeds (varied across the folds); the
 out-of-fold predictions on the train part are the validation predictions TabArena's ensemble simulation uses.
 Each config (one bagged model) has ``--time-limit`` seconds (default 300, sized for 2 CPU cores; TabArena's own
@@ -42,20 +46,48 @@ Outputs in ``--out`` (default ``examples/benchmarks/results/tabarena_12``):
   runner's results --, what the config got against its limit (``time_limit_s``, ``time_used_share`` = fit
   seconds / limit, ``at_limit`` when it used at least 90 % of it, ``folds_fitted`` from the bagged model's info)
   and ``status`` (``ok``, or ``missing`` when the config failed or has not run yet);
-* ``settings.json`` (commit it): the settings, the tables' sizes and the code version;
+* ``settings.json`` (commit it): the settings, the configs and the tables' sizes of every row in
+  ``results.csv``, and the code version of the latest run;
 * ``raw/`` (do NOT commit; the script writes a ``.gitignore`` there that ignores it all): ``runs/`` the runner's
   ``results.pkl`` per (config, table) -- the cache a rerun resumes from --, ``tasks/`` the TabArena tasks,
-  ``repo/`` the ``EvaluationRepository`` (``to_dir``) with every config's validation and test predictions,
-  which ``tabarena_compare.py`` loads for the ensemble simulation, ``models/`` where fits write their models
-  (removed after each fit).
+  ``repo/`` the ``EvaluationRepository`` (``to_dir``) with the validation and test predictions of the run's
+  tables (every method whose fit on them this disk holds and ``results.csv`` reports, not only the ones this run
+  fitted), which ``tabarena_compare.py`` loads for the ensemble simulation, ``models/`` where fits write their
+  models (removed after each fit).
 
 Resumable: a (config, table) pair with a ``results.pkl`` is loaded, not fitted again; a failed fit is logged,
 left out and tried again on the next run.  The settings that define a result (seed, row cap, time limit, folds,
 cores, ``--smoke``) are stored in ``settings.json``; a rerun with other values into the same ``--out`` stops
-with an error.  A run over some of the tables (``--datasets``) adds to the folder: the rows and table sizes an
-earlier run wrote for the other tables are kept in ``results.csv`` and ``settings.json`` when the package (the
-models' code) is the same commit, and the run stops with an error before fitting when it is not.  So a run
-spread over machines without the raw cache of each other still ends in one ``results.csv``.
+with an error (``--datasets`` and ``--methods`` choose what to fit, not what a result means).
+
+A run over some tables (``--datasets``) or some methods (``--methods``) adds to the folder, per (table,
+method): it replaces the ``results.csv`` rows of the pairs it fits and keeps every other row, and
+``settings.json`` keeps the sizes of every table with a row.  The package commit matters for the package's own
+methods only: a run that fits MAYA or TabSwift stops with an error before fitting when a kept row of MAYA or
+TabSwift was made by another package commit (or the package has uncommitted changes), so two versions of these
+models are never mixed; the rows of TabArena's registry methods do not depend on this package and are kept
+whatever commit wrote them.  So a run spread over machines without the raw cache of each other still ends in
+one ``results.csv``; the rows are ordered by table, then method, whichever runs wrote them.
+
+The 1,200 s rerun.  At 300 s the neural methods ran out of time on most tables (``at_limit``).  TabM, RealMLP
+and MAYA get 1,200 s per config on six tables covering the three problem types, one table per call, into a
+folder of their own (the time limit defines a result), committing after each table::
+
+    OUT=examples/benchmarks/results/tabarena_12_1200s
+    for t in qsar_biodeg seismic_bumps phoneme satimage ames_housing cpu_act; do
+        python examples/benchmarks/tabarena_run.py --datasets $t --methods TabM,RealMLP,MAYA --time-limit 1200 \\
+            --out $OUT || break
+        git add $OUT/results.csv $OUT/settings.json
+        git commit -m "TabArena at 1,200 s per config: $t" -- $OUT/results.csv $OUT/settings.json
+    done
+    python examples/benchmarks/tabarena_budgets.py    # 300 s against 1,200 s
+
+CatBoost joins ``--methods`` on a table only where it was at its limit at 300 s (``at_limit`` of
+``results/tabarena_12/results.csv``: letter and otto, neither of the six).  Worst case: 6 tables x 3 configs x
+1,200 s = 21,600 s = 6.0 h of time limits, plus what the limits do not cover.  Spread over machines, give each
+its own tables of the list and ``git pull --rebase`` before each table, so that the run keeps the rows the others
+committed; when a push then conflicts on ``results.csv``, take the other side's file and repeat the same call:
+it loads its fits from ``raw/`` (nothing is fitted again) and writes the merged file.
 
 ``--smoke``: two shipped tables (``plugin_tests/data``: qsar_biodeg, ames_housing), 200 rows each, 2 bag
 folds, tiny models (MAYA 3 epochs and one member, TabSwift one estimator without fine-tuning, 20 boosting
@@ -73,6 +105,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import math
 import os
 import sys
 import tempfile
@@ -97,6 +130,10 @@ REGISTRY_MODELS = ("CatBoost", "LightGBM", "XGBoost", "TabM", "RealMLP")
 #: the label each method gets in the outputs, by the config name's prefix (the model's ``ag_name``)
 LABELS = {"CatBoost": "CatBoost", "LightGBM": "LightGBM", "XGBoost": "XGBoost", "TA-TabM": "TabM",
           "TA-RealMLP": "RealMLP", "Maya": "MAYA", "TabSwift": "TabSwift"}
+#: the seven methods in output order (``--methods`` takes these labels)
+METHODS = tuple(LABELS.values())
+#: the methods whose code is this package's: their results depend on the package commit, the registry's do not
+OWN_METHODS = ("MAYA", "TabSwift")
 #: --smoke: tiny settings, merged into each default config (the bundle's per-model hyperparameters)
 SMOKE_HYPERPARAMETERS = {
     "CatBoost": {"iterations": 20},
@@ -155,8 +192,10 @@ def build_task(path: Path, *, seed: int, max_rows: int, task_dir: Path, smoke: b
 
 # ---- experiments -----------------------------------------------------------------------------------------
 def build_experiments(*, time_limit: float, num_cpus: int, num_gpus: int, smoke: bool, parallel_folds: bool,
-                      models_dir: Path, verbosity: int) -> list:
-    """The seven default configs as TabArena bag experiments, all from one bundle."""
+                      models_dir: Path, verbosity: int, methods=METHODS) -> list:
+    """The default configs of ``methods`` (labels of :data:`METHODS`) as TabArena bag experiments, all from one
+    bundle.  A config's name and seed depend on its model alone (each model's default is its ``c1``), so a
+    config built with fewer methods is the one the full list builds."""
     from tabarena.benchmark.experiment.bundle import TabArenaV0pt1ExperimentBundle
 
     from autogluon_maya.integrations.tabarena import maya_config_generator, tabswift_config_generator
@@ -164,9 +203,8 @@ def build_experiments(*, time_limit: float, num_cpus: int, num_gpus: int, smoke:
     def entry(model, label):
         return (model, 0, SMOKE_HYPERPARAMETERS[label]) if smoke else (model, 0)
 
-    models = [entry(name, name) for name in REGISTRY_MODELS]
-    models += [entry(maya_config_generator(), "MAYA"),
-               entry(tabswift_config_generator(checkpoint_path="shipped"), "TabSwift")]
+    own = {"MAYA": maya_config_generator, "TabSwift": lambda: tabswift_config_generator(checkpoint_path="shipped")}
+    models = [entry(own[label]() if label in own else label, label) for label in METHODS if label in methods]
     bundle = TabArenaV0pt1ExperimentBundle(models=models, sequential_local_fold_fitting=not parallel_folds,
                                            model_artifacts_base_path=str(models_dir), verbosity=verbosity,
                                            model_verbosity=None)
@@ -217,14 +255,20 @@ def row_package_commits(results, settings: dict):
     return commits.where(commits.notna(), fallback)
 
 
-def earlier_tables(out: Path, tables: list[str], package_commit: str) -> tuple[list[dict], list[dict]]:
-    """What an earlier run into ``out`` holds for tables outside ``tables``: its ``results.csv`` rows and their
-    table infos, kept so that a run over some of the tables adds to the results rather than replacing them
-    (the raw predictions of those tables may be gone: a new checkout holds only the committed files).
+def earlier_tables(out: Path, tables: list[str], package_commit: str,
+                   methods=METHODS) -> tuple[list[dict], list[dict]]:
+    """What an earlier run into ``out`` holds outside this run's (table, method) pairs (``tables`` x
+    ``methods``): its ``results.csv`` rows and the table infos of the kept tables this run does not cover, so
+    that a run over some of the tables or some of the methods adds to the results rather than replacing them
+    (the raw predictions of those pairs may be gone: a new checkout holds only the committed files).
 
-    Kept only when every kept row was made by the same package (its ``package_commit`` column; rows written
-    before that column existed take the one of ``settings.json``): results of another version of the models
-    are not mixed in; that stops with an error before anything is fitted."""
+    The package commit matters for this package's own methods (:data:`OWN_METHODS`) alone: when this run fits
+    one of them, every kept row of MAYA or TabSwift must have been made by the same, clean package (its
+    ``package_commit`` column; rows written before that column existed take the one of ``settings.json``), so
+    that results of two versions of these models are never mixed in; otherwise the run stops with an error
+    before anything is fitted.  The registry's methods do not depend on this package: their rows are kept
+    whatever package commit wrote them, and so are own rows beside a run that fits no own method (it adds no
+    row that depends on the package)."""
     import pandas as pd
 
     results_path, settings_path = out / "results.csv", out / "settings.json"
@@ -232,21 +276,62 @@ def earlier_tables(out: Path, tables: list[str], package_commit: str) -> tuple[l
         return [], []
     old = json.loads(settings_path.read_text())
     frame = pd.read_csv(results_path, float_precision="round_trip")  # the errors as written, to the last digit
-    frame = frame[~frame["table"].isin(tables)]
+    frame = frame[~(frame["table"].isin(tables) & frame["method"].isin(methods))]
     if frame.empty:
         return [], []
     frame = frame.assign(package_commit=row_package_commits(frame, old))
-    others = frame[(frame["package_commit"] != package_commit) | package_commit.endswith("-dirty")]
-    if len(others):
-        made = ", ".join(f"{t} ({c})" for t, c in others.groupby("table")["package_commit"].first().items())
-        raise SystemExit(f"error: {out} holds results made by another package: {made}; this run's package is "
-                         f"{package_commit}: choose another --out, or rerun those tables too")
-    infos = [i for i in old.get("tables", []) if i["table"] in set(frame["table"])]
-    lacking = sorted(set(frame["table"]) - {i["table"] for i in infos})
+    if set(methods) & set(OWN_METHODS):
+        own = frame[frame["method"].isin(OWN_METHODS)]
+        others = own[(own["package_commit"] != package_commit) | package_commit.endswith("-dirty")]
+        if len(others):
+            made = ", ".join(f"{t}/{m} ({c})" for t, m, c in
+                             zip(others["table"], others["method"], others["package_commit"]))
+            raise SystemExit(f"error: {out} holds results made by another package: {made}; this run's package is "
+                             f"{package_commit}: choose another --out, or rerun those (table, method) pairs too")
+    outside = set(frame["table"]) - set(tables)
+    infos = [i for i in old.get("tables", []) if i["table"] in outside]
+    lacking = sorted(outside - {i["table"] for i in infos})
     if lacking:
         raise SystemExit(f"error: {settings_path} has no table sizes for {', '.join(lacking)} of results.csv; "
                          "rerun those tables too")
     return frame.to_dict(orient="records"), infos
+
+
+def table_order(out: Path, tables: list[str]) -> list[str]:
+    """The tables of the folder after this run: those ``settings.json`` lists, in its order, then this run's
+    new ones; a table keeps its place when a run over some methods refits it."""
+    path = out / "settings.json"
+    earlier = json.loads(path.read_text()).get("settings", {}).get("tables", []) if path.is_file() else []
+    return list(dict.fromkeys([*earlier, *tables]))
+
+
+def merged_rows(kept: list[dict], new: list[dict], order: list[str]) -> list[dict]:
+    """The kept and the new ``results.csv`` rows, sorted by table (``order``) then method (:data:`METHODS`):
+    the file reads the same whichever (table, method) pairs each run fitted."""
+    rank = {t: i for i, t in enumerate(order)}
+    method_rank = {m: i for i, m in enumerate(METHODS)}
+    return sorted(kept + new, key=lambda r: (rank.get(r["table"], len(rank)),
+                                             method_rank.get(r["method"], len(method_rank)), str(r["method"])))
+
+
+def cached_results(runs: Path, rows: list[dict]) -> list[dict]:
+    """The runner's cached result (``<runs>/data/<config>/<dataset>/0_0/results.pkl``) of each ``ok`` row of
+    ``rows`` that this disk holds and that is the fit the row reports (the same test error): a row written from
+    another machine's fit finds none, or another fit, and is left out."""
+    from tabarena.utils.cache import CacheFunctionPickle
+
+    found = []
+    for r in rows:
+        if r.get("status") != "ok":
+            continue
+        cache = CacheFunctionPickle(cache_name="results", cache_path=runs / "data" / r["config"] / r["dataset"]
+                                    / "0_0", verbose=False)
+        if not cache.exists:
+            continue
+        result = cache.load_cache()
+        if math.isclose(float(result["metric_error"]), float(r["test_error"]), rel_tol=1e-9):
+            found.append(result)
+    return found
 
 
 def write_raw_gitignore(raw: Path) -> None:
@@ -321,10 +406,17 @@ def run(args) -> None:
     settings = settings_of(args)
     check_settings(out, settings)
     code = code_version(out=out)
-    kept_rows, kept_infos = earlier_tables(out, settings["tables"], code["package_commit"])
-    if kept_infos:
-        print(f"kept from the earlier run into {out}: {', '.join(i['table'] for i in kept_infos)}", flush=True)
-    settings["tables"] = [i["table"] for i in kept_infos] + settings["tables"]
+    kept_rows, kept_infos = earlier_tables(out, settings["tables"], code["package_commit"], args.methods)
+    if kept_rows:
+        kept = {}
+        for r in kept_rows:
+            kept.setdefault(r["table"], []).append(r["method"])
+        print(f"kept from earlier runs into {out}: "
+              + "; ".join(f"{t} ({', '.join(m)})" for t, m in kept.items()), flush=True)
+    kept_tables = [i["table"] for i in kept_infos]
+    order = [t for t in table_order(out, [*kept_tables, *settings["tables"]])
+             if t in settings["tables"] or t in kept_tables]
+    settings["tables"] = order
     write_raw_gitignore(raw)
 
     t0 = time.time()
@@ -341,27 +433,34 @@ def run(args) -> None:
 
     experiments = build_experiments(time_limit=args.time_limit, num_cpus=args.num_cpus, num_gpus=args.num_gpus,
                                     smoke=args.smoke, parallel_folds=args.parallel_folds,
-                                    models_dir=raw / "models", verbosity=args.verbosity)
+                                    models_dir=raw / "models", verbosity=args.verbosity, methods=args.methods)
     configs = [e.name for e in experiments]
     print("configs:", ", ".join(configs), flush=True)
+    all_configs = sorted({*configs, *(r["config"] for r in kept_rows)}, key=lambda c: METHODS.index(label_of(c))
+                         if label_of(c) in METHODS else len(METHODS))
+    by_table = {i["table"]: i for i in kept_infos + infos}
 
     (out / "settings.json").write_text(json.dumps(
-        {"settings": settings, "configs": configs, "tables": kept_infos + infos, "code": code}, indent=1) + "\n")
+        {"settings": settings, "configs": all_configs, "tables": [by_table[t] for t in order], "code": code},
+        indent=1) + "\n")
 
     runner = ExperimentBatchRunner(expname=str(raw / "runs"), task_metadata=collection, user_tasks=user_tasks,
                                    debug_mode=False, raise_on_failure=False, cache_mode="default")
     results = runner.run(methods=experiments, datasets=[i["dataset"] for i in infos], folds=[0])
     print(f"{len(results)} of {len(configs) * len(infos)} (config, table) results after "
           f"{time.time() - t0:.0f} s", flush=True)
+    folds = {(r["task_metadata"]["name"], r["framework"]): folds_fitted(r) for r in results}
+    # the repository holds every method of this run's tables that this disk has the fit of, not only the
+    # methods this run fitted: tabarena_compare.py simulates a table's ensembles from it
+    results = results + cached_results(raw / "runs", [r for r in kept_rows if r["table"] in tables])
 
     repo = None
     if results:
         repo = generate_repo_from_results_lst(results_lst=[BaselineResult.from_dict(r) for r in results],
                                               task_metadata=collection)
         repo.to_dir(raw / "repo")
-    folds = {(r["task_metadata"]["name"], r["framework"]): folds_fitted(r) for r in results}
-    frame = pd.DataFrame(kept_rows + compact_rows(repo, infos, configs, code["package_commit"], args.time_limit,
-                                                  folds))
+    frame = pd.DataFrame(merged_rows(kept_rows, compact_rows(repo, infos, configs, code["package_commit"],
+                                                             args.time_limit, folds), order))
     frame.to_csv(out / "results.csv", index=False)
     missing = frame[frame["status"] != "ok"]
     with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
@@ -371,6 +470,21 @@ def run(args) -> None:
         print(f"missing ({len(missing)}): "
               + ", ".join(f"{t}/{m}" for t, m in zip(missing["table"], missing["method"])), flush=True)
     print(f"wrote {out / 'results.csv'}, {out / 'settings.json'} and {raw / 'repo'}", flush=True)
+
+
+def parse_methods(text: str, error=None) -> tuple[str, ...]:
+    """``"tabm,MAYA"`` -> ``("TabM", "MAYA")``: the labels of :data:`METHODS` (any case), in their order."""
+    canonical = {m.lower(): m for m in METHODS}
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n.lower() not in canonical]
+    if unknown or not names:
+        message = (f"--methods: {'unknown ' + ', '.join(unknown) if unknown else 'none given'}; "
+                   f"choose from {', '.join(METHODS)}")
+        if error is None:
+            raise ValueError(message)
+        error(message)
+    chosen = {canonical[n.lower()] for n in names}
+    return tuple(m for m in METHODS if m in chosen)
 
 
 def parse_args(argv=None):
@@ -393,8 +507,12 @@ def parse_args(argv=None):
     ap.add_argument("--parallel-folds", action="store_true",
                     help="fit a config's bag folds in parallel with Ray (default: one after another)")
     ap.add_argument("--verbosity", type=int, default=1, help="AutoGluon's verbosity in each fit (default 1)")
+    ap.add_argument("--methods", default=",".join(METHODS),
+                    help=f"comma-separated methods to fit, of {', '.join(METHODS)} (default: all seven); the "
+                         "folder keeps the other methods' rows")
     ap.add_argument("--smoke", action="store_true", help="two tiny tables, tiny models: checks the plumbing")
     args = ap.parse_args(argv)
+    args.methods = parse_methods(args.methods, ap.error)
     if args.data_dir is None:
         args.data_dir = str(SMOKE_DATA if args.smoke else default_datasets_dir())
     if args.datasets is None:

@@ -1,5 +1,6 @@
-"""``examples/benchmarks/scaling.py`` without a model fit: the synthetic task, the exponent fit, the order of the
-to-do list and its resume, and the report from hand-made rows with every status."""
+"""``examples/benchmarks/scaling.py`` and its ``benchlib.scaling_point`` / ``benchlib.scaling_report`` without a
+model fit: the synthetic task, the exponent fit, the order of the to-do list and its resume, and the report from
+hand-made rows with every status."""
 
 from __future__ import annotations
 
@@ -9,28 +10,30 @@ import numpy as np
 import pandas as pd
 import pytest
 import scaling as sc
+from benchlib import scaling_point as sp
+from benchlib import scaling_report as sr
 from benchlib.results import append_result, read_results
 
 
 def test_synthetic_is_deterministic_per_seed_and_its_target_reads_the_signal_columns_only():
-    a, again, other = sc.synthetic(2000, 8, 3), sc.synthetic(2000, 8, 3), sc.synthetic(2000, 8, 4)
+    a, again, other = sp.synthetic(2000, 8, 3), sp.synthetic(2000, 8, 3), sp.synthetic(2000, 8, 4)
     pd.testing.assert_frame_equal(a, again)
     assert not np.allclose(a.to_numpy(), other.to_numpy())
     assert list(a.columns) == [f"x{i}" for i in range(8)] + ["y"]
     # the documented formula, and the noise around it: mean 0, sd 0.5
     expected = a.x0 + 2 * np.sin(a.x1) + a.x2 * a.x3 + 0.5 * np.abs(a.x4)
-    np.testing.assert_allclose(sc.signal(a), expected)
+    np.testing.assert_allclose(sp.signal(a), expected)
     noise = a["y"] - expected
-    assert abs(noise.mean()) < 0.05 and noise.std() == pytest.approx(sc.NOISE_SD, abs=0.03)
+    assert abs(noise.mean()) < 0.05 and noise.std() == pytest.approx(sp.NOISE_SD, abs=0.03)
     # moving a column moves the target exactly when it is one of the named columns
     X = a.drop(columns="y")
     for col in X.columns:
         moved = X.assign(**{col: X[col] + 1.0})
-        assert (not np.allclose(sc.signal(moved), sc.signal(X))) == (col in sc.SIGNAL_COLS), col
+        assert (not np.allclose(sp.signal(moved), sp.signal(X))) == (col in sp.SIGNAL_COLS), col
     # a smaller table of one seed is the first rows of a larger one (the rows axis trains on nested tables)
-    pd.testing.assert_frame_equal(sc.synthetic(500, 8, 3).drop(columns="y"), X.iloc[:500])
+    pd.testing.assert_frame_equal(sp.synthetic(500, 8, 3).drop(columns="y"), X.iloc[:500])
     with pytest.raises(ValueError):
-        sc.synthetic(10, 4, 0)
+        sp.synthetic(10, 4, 0)
 
 
 def _point(n, model="M", status="ok", **kw):
@@ -46,15 +49,15 @@ def test_exponents_recover_a_known_power_law_from_the_ok_points_only():
     # points that did not end ok carry numbers off the law: they must not enter the fit
     rows += [_point(10 ** 7, status="timeout", fit_s=1.0), _point(10 ** 8, status="declined", fit_s=1e9),
              _point(1000, model="N", fit_s=5.0, predict_s_per_1k=0.1, mem_peak_mb=400.0)]
-    ex = sc.exponents(pd.DataFrame(rows), "rows").set_index("model")
+    ex = sr.exponents(pd.DataFrame(rows), "rows").set_index("model")
     assert ex.loc["M", "fit_s"] == pytest.approx(0.8)
     assert ex.loc["M", "predict_s_per_1k"] == pytest.approx(0.5)
     assert ex.loc["M", "mem_peak_mb"] == pytest.approx(0.25)
     assert ex.loc["M", "sizes"] == sizes and ex.loc["M", "points"] == 4
     assert ex.loc["M", "at_limit"] == 1  # 0.002 * 1e6 ** 0.8 = 126 s of a 120 s limit
     assert pd.isna(ex.loc["N", "fit_s"])  # one size: no slope
-    assert sc.fit_exponent([10, 100], [3.0, 3.0]) == pytest.approx(0.0)
-    assert sc.fit_exponent([10, 10], [1.0, 2.0]) is None
+    assert sr.fit_exponent([10, 100], [3.0, 3.0]) == pytest.approx(0.0)
+    assert sr.fit_exponent([10, 10], [1.0, 2.0]) is None
 
 
 def _meta(folder, name, task, n_rows, n_features):
@@ -112,7 +115,7 @@ def test_the_report_builds_from_every_status_and_shows_them(tmp_path):
         append_result(tmp_path / "results.jsonl", {"dataset": r["task"], "seed": 0, "config": "c", "num_cpus": 2,
                                                    "package_commit": "abc1234", **r})
     assert len(read_results(tmp_path / "results.jsonl")) == len(rows)
-    text = sc.report(tmp_path)
+    text = sr.report(tmp_path)
     assert (tmp_path / "results.md").read_text() == text
     assert (tmp_path / "scaling.png").stat().st_size > 0
     csv = pd.read_csv(tmp_path / "results.csv")
@@ -130,4 +133,4 @@ def test_the_report_builds_from_every_status_and_shows_them(tmp_path):
     assert "| GBM | 1.00 | 0.00 | 0.30 | 1,000–10,000 (2 sizes) | 0 |" in exps  # log10(800/400) = 0.30
     assert "| MAYA | — | — | — | 1,000 (1 size) | 1 |" in exps
     # a folder with no results yet still gets its report
-    assert "No results yet." in sc.report(tmp_path / "empty") and (tmp_path / "empty" / "scaling.png").exists()
+    assert "No results yet." in sr.report(tmp_path / "empty") and (tmp_path / "empty" / "scaling.png").exists()

@@ -14,6 +14,9 @@ A script run as ``python examples/benchmarks/X.py`` has this folder's parent fir
 ``ensemble`` report logic of the GBDT / + MAYA + TabSwift / + TabM + RealMLP ensemble benchmark.
 ``ensemble_store``  its result rows: settings, resume keys, file names, package versions.
 ``ensemble_report`` its report: ``results.md`` and the figures from those rows.
+``scaling_point``  one point of the scaling benchmark (``scaling.py``): the synthetic task, the fit in a
+             spawned child, its timings, memory and the model's reports.
+``scaling_report`` its report: ``results.csv``, ``results.md``, ``scaling.png`` and the exponents.
 ``fit_clock`` an AutoGluon callback recording each model's wall-clock fit time.
 ``provenance`` the git commits every result row records (which code ran it).
 ``tables``   the results tables of README.md and docs/*.md, one module per document (``results_tables.py``).

@@ -67,7 +67,8 @@ methods only: a run that fits MAYA or TabSwift stops with an error before fittin
 TabSwift was made by another package commit (or the package has uncommitted changes), so two versions of these
 models are never mixed; the rows of TabArena's registry methods do not depend on this package and are kept
 whatever commit wrote them.  So a run spread over machines without the raw cache of each other still ends in
-one ``results.csv``; the rows are ordered by table, then method, whichever runs wrote them.
+one ``results.csv``; the rows are ordered by table, then method, whichever runs wrote them.  The merging:
+``benchlib/tabarena_merge.py``.
 
 The 1,200 s rerun.  At 300 s the neural methods ran out of time on most tables (``at_limit``).  TabM, RealMLP
 and MAYA get 1,200 s per config on six tables covering the three problem types, one table per call, into a
@@ -104,8 +105,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
-import math
 import os
 import sys
 import tempfile
@@ -119,6 +118,10 @@ if str(HERE) not in sys.path:
 
 from benchlib.ensemble import max_rows_for_train  # noqa: E402
 from benchlib.provenance import code_version  # noqa: E402
+from benchlib.tabarena_merge import (LABELS, METHODS, OWN_METHODS, RESULT_SETTINGS,  # noqa: E402,F401
+                                      cached_results, check_settings, earlier_tables, kept_from_earlier,
+                                      label_of, merged_rows, row_package_commits, table_order,
+                                      write_settings)
 from mixed_ensemble_benchmark import DATASETS  # noqa: E402  (the 12 tables of the ensemble benchmark)
 
 DEFAULT_OUT = HERE / "results" / "tabarena_12"
@@ -127,13 +130,6 @@ SMOKE_TABLES = "qsar_biodeg,ames_housing"
 SMOKE_ROWS = 200
 #: TabArena's registry names of the five reference methods
 REGISTRY_MODELS = ("CatBoost", "LightGBM", "XGBoost", "TabM", "RealMLP")
-#: the label each method gets in the outputs, by the config name's prefix (the model's ``ag_name``)
-LABELS = {"CatBoost": "CatBoost", "LightGBM": "LightGBM", "XGBoost": "XGBoost", "TA-TabM": "TabM",
-          "TA-RealMLP": "RealMLP", "Maya": "MAYA", "TabSwift": "TabSwift"}
-#: the seven methods in output order (``--methods`` takes these labels)
-METHODS = tuple(LABELS.values())
-#: the methods whose code is this package's: their results depend on the package commit, the registry's do not
-OWN_METHODS = ("MAYA", "TabSwift")
 #: --smoke: tiny settings, merged into each default config (the bundle's per-model hyperparameters)
 SMOKE_HYPERPARAMETERS = {
     "CatBoost": {"iterations": 20},
@@ -150,18 +146,8 @@ SMOKE_BAG_FOLDS = 2
 REQUIRED_MODULES = (("tabm", "TabArena's TabM: tabarena[tabm]"),
                     ("pytabkit", "TabArena's RealMLP: tabarena[realmlp]"))
 PIP_NAMES = ("tabm", "pytabkit")
-#: settings whose change makes earlier results in the same --out something else
-RESULT_SETTINGS = ("seed", "max_rows", "time_limit", "num_bag_folds", "num_cpus", "num_gpus", "smoke",
-                   "parallel_folds", "bundle")
 GITIGNORE = ("# Raw TabArena artefacts (results.pkl per fit, tasks, the EvaluationRepository): large and\n"
              "# machine-specific. results.csv and settings.json one folder up are the committed form.\n*\n")
-
-
-def label_of(config: str) -> str:
-    """``CatBoost_c1_default_BAG_L1`` -> ``CatBoost``, ``TA-TabM_c1_default_BAG_L1`` -> ``TabM``,
-    ``Maya_c1_default_BAG_L1`` -> ``MAYA``."""
-    prefix = config.split("_")[0]
-    return LABELS.get(prefix, prefix)
 
 
 # ---- tasks -----------------------------------------------------------------------------------------------
@@ -230,110 +216,6 @@ def settings_of(args) -> dict:
             "tables": args.datasets.split(","), "data_dir": str(args.data_dir)}
 
 
-def check_settings(out: Path, settings: dict) -> None:
-    """Stop when ``out`` holds results made with other result-defining settings."""
-    path = out / "settings.json"
-    if not path.is_file():
-        return
-    old = json.loads(path.read_text()).get("settings", {})
-    changed = {k: (old.get(k), settings[k]) for k in RESULT_SETTINGS if k in old and old[k] != settings[k]}
-    if changed:
-        raise SystemExit(f"error: {out} holds results made with other settings "
-                         f"({', '.join(f'{k}: {a!r} -> {b!r}' for k, (a, b) in changed.items())}); "
-                         "choose another --out")
-
-
-def row_package_commits(results, settings: dict):
-    """The package commit each ``results.csv`` row was made by: its ``package_commit`` column; a row written
-    before that column existed takes the one of the ``settings.json`` written with it."""
-    import pandas as pd
-
-    fallback = settings.get("code", {}).get("package_commit")
-    if "package_commit" not in results.columns:
-        return pd.Series(fallback, index=results.index, dtype=object)
-    commits = results["package_commit"]
-    return commits.where(commits.notna(), fallback)
-
-
-def earlier_tables(out: Path, tables: list[str], package_commit: str,
-                   methods=METHODS) -> tuple[list[dict], list[dict]]:
-    """What an earlier run into ``out`` holds outside this run's (table, method) pairs (``tables`` x
-    ``methods``): its ``results.csv`` rows and the table infos of the kept tables this run does not cover, so
-    that a run over some of the tables or some of the methods adds to the results rather than replacing them
-    (the raw predictions of those pairs may be gone: a new checkout holds only the committed files).
-
-    The package commit matters for this package's own methods (:data:`OWN_METHODS`) alone: when this run fits
-    one of them, every kept row of MAYA or TabSwift must have been made by the same, clean package (its
-    ``package_commit`` column; rows written before that column existed take the one of ``settings.json``), so
-    that results of two versions of these models are never mixed in; otherwise the run stops with an error
-    before anything is fitted.  The registry's methods do not depend on this package: their rows are kept
-    whatever package commit wrote them, and so are own rows beside a run that fits no own method (it adds no
-    row that depends on the package)."""
-    import pandas as pd
-
-    results_path, settings_path = out / "results.csv", out / "settings.json"
-    if not results_path.is_file() or not settings_path.is_file():
-        return [], []
-    old = json.loads(settings_path.read_text())
-    frame = pd.read_csv(results_path, float_precision="round_trip")  # the errors as written, to the last digit
-    frame = frame[~(frame["table"].isin(tables) & frame["method"].isin(methods))]
-    if frame.empty:
-        return [], []
-    frame = frame.assign(package_commit=row_package_commits(frame, old))
-    if set(methods) & set(OWN_METHODS):
-        own = frame[frame["method"].isin(OWN_METHODS)]
-        others = own[(own["package_commit"] != package_commit) | package_commit.endswith("-dirty")]
-        if len(others):
-            made = ", ".join(f"{t}/{m} ({c})" for t, m, c in
-                             zip(others["table"], others["method"], others["package_commit"]))
-            raise SystemExit(f"error: {out} holds results made by another package: {made}; this run's package is "
-                             f"{package_commit}: choose another --out, or rerun those (table, method) pairs too")
-    outside = set(frame["table"]) - set(tables)
-    infos = [i for i in old.get("tables", []) if i["table"] in outside]
-    lacking = sorted(outside - {i["table"] for i in infos})
-    if lacking:
-        raise SystemExit(f"error: {settings_path} has no table sizes for {', '.join(lacking)} of results.csv; "
-                         "rerun those tables too")
-    return frame.to_dict(orient="records"), infos
-
-
-def table_order(out: Path, tables: list[str]) -> list[str]:
-    """The tables of the folder after this run: those ``settings.json`` lists, in its order, then this run's
-    new ones; a table keeps its place when a run over some methods refits it."""
-    path = out / "settings.json"
-    earlier = json.loads(path.read_text()).get("settings", {}).get("tables", []) if path.is_file() else []
-    return list(dict.fromkeys([*earlier, *tables]))
-
-
-def merged_rows(kept: list[dict], new: list[dict], order: list[str]) -> list[dict]:
-    """The kept and the new ``results.csv`` rows, sorted by table (``order``) then method (:data:`METHODS`):
-    the file reads the same whichever (table, method) pairs each run fitted."""
-    rank = {t: i for i, t in enumerate(order)}
-    method_rank = {m: i for i, m in enumerate(METHODS)}
-    return sorted(kept + new, key=lambda r: (rank.get(r["table"], len(rank)),
-                                             method_rank.get(r["method"], len(method_rank)), str(r["method"])))
-
-
-def cached_results(runs: Path, rows: list[dict]) -> list[dict]:
-    """The runner's cached result (``<runs>/data/<config>/<dataset>/0_0/results.pkl``) of each ``ok`` row of
-    ``rows`` that this disk holds and that is the fit the row reports (the same test error): a row written from
-    another machine's fit finds none, or another fit, and is left out."""
-    from tabarena.utils.cache import CacheFunctionPickle
-
-    found = []
-    for r in rows:
-        if r.get("status") != "ok":
-            continue
-        cache = CacheFunctionPickle(cache_name="results", cache_path=runs / "data" / r["config"] / r["dataset"]
-                                    / "0_0", verbose=False)
-        if not cache.exists:
-            continue
-        result = cache.load_cache()
-        if math.isclose(float(result["metric_error"]), float(r["test_error"]), rel_tol=1e-9):
-            found.append(result)
-    return found
-
-
 def write_raw_gitignore(raw: Path) -> None:
     raw.mkdir(parents=True, exist_ok=True)
     (raw / ".gitignore").write_text(GITIGNORE)
@@ -394,6 +276,33 @@ def compact_rows(repo, infos: list[dict], configs: list[str], package_commit: st
     return rows
 
 
+def build_tasks(args, task_dir: Path) -> tuple[list, list[dict]]:
+    """The TabArena tasks of ``--datasets`` (:func:`build_task`) and their infos, each announced."""
+    user_tasks, infos = [], []
+    for table in args.datasets.split(","):
+        user_task, info = build_task(Path(args.data_dir) / table, seed=args.seed, max_rows=args.max_rows,
+                                     task_dir=task_dir, smoke=args.smoke)
+        user_tasks.append(user_task)
+        infos.append(info)
+        print(f"task {info['table']}: {info['task']}, {info['train_rows']} train / {info['test_rows']} test rows, "
+              f"{info['features']} features -> {info['dataset']}", flush=True)
+    return user_tasks, infos
+
+
+def print_results(frame, out: Path, raw: Path) -> None:
+    """The merged ``results.csv`` rows on the console, the missing pairs named."""
+    import pandas as pd
+
+    missing = frame[frame["status"] != "ok"]
+    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
+        print(frame[["table", "method", "metric", "test_error", "val_error", "fit_s", "at_limit", "folds_fitted",
+                     "predict_s", "status"]])
+    if len(missing):
+        print(f"missing ({len(missing)}): "
+              + ", ".join(f"{t}/{m}" for t, m in zip(missing["table"], missing["method"])), flush=True)
+    print(f"wrote {out / 'results.csv'}, {out / 'settings.json'} and {raw / 'repo'}", flush=True)
+
+
 def run(args) -> None:
     import pandas as pd
     from tabarena.benchmark.experiment import ExperimentBatchRunner
@@ -406,29 +315,13 @@ def run(args) -> None:
     settings = settings_of(args)
     check_settings(out, settings)
     code = code_version(out=out)
-    kept_rows, kept_infos = earlier_tables(out, settings["tables"], code["package_commit"], args.methods)
-    if kept_rows:
-        kept = {}
-        for r in kept_rows:
-            kept.setdefault(r["table"], []).append(r["method"])
-        print(f"kept from earlier runs into {out}: "
-              + "; ".join(f"{t} ({', '.join(m)})" for t, m in kept.items()), flush=True)
-    kept_tables = [i["table"] for i in kept_infos]
-    order = [t for t in table_order(out, [*kept_tables, *settings["tables"]])
-             if t in settings["tables"] or t in kept_tables]
-    settings["tables"] = order
+    kept_rows, kept_infos, settings["tables"] = kept_from_earlier(out, settings, code["package_commit"],
+                                                                  args.methods)
     write_raw_gitignore(raw)
 
     t0 = time.time()
     tables = args.datasets.split(",")
-    user_tasks, infos = [], []
-    for table in tables:
-        user_task, info = build_task(Path(args.data_dir) / table, seed=args.seed, max_rows=args.max_rows,
-                                     task_dir=raw / "tasks", smoke=args.smoke)
-        user_tasks.append(user_task)
-        infos.append(info)
-        print(f"task {info['table']}: {info['task']}, {info['train_rows']} train / {info['test_rows']} test rows, "
-              f"{info['features']} features -> {info['dataset']}", flush=True)
+    user_tasks, infos = build_tasks(args, raw / "tasks")
     collection = TaskMetadataCollection.from_user_tasks(user_tasks)
 
     experiments = build_experiments(time_limit=args.time_limit, num_cpus=args.num_cpus, num_gpus=args.num_gpus,
@@ -436,13 +329,7 @@ def run(args) -> None:
                                     models_dir=raw / "models", verbosity=args.verbosity, methods=args.methods)
     configs = [e.name for e in experiments]
     print("configs:", ", ".join(configs), flush=True)
-    all_configs = sorted({*configs, *(r["config"] for r in kept_rows)}, key=lambda c: METHODS.index(label_of(c))
-                         if label_of(c) in METHODS else len(METHODS))
-    by_table = {i["table"]: i for i in kept_infos + infos}
-
-    (out / "settings.json").write_text(json.dumps(
-        {"settings": settings, "configs": all_configs, "tables": [by_table[t] for t in order], "code": code},
-        indent=1) + "\n")
+    write_settings(out, settings, configs, kept_rows, kept_infos + infos, code)
 
     runner = ExperimentBatchRunner(expname=str(raw / "runs"), task_metadata=collection, user_tasks=user_tasks,
                                    debug_mode=False, raise_on_failure=False, cache_mode="default")
@@ -460,16 +347,9 @@ def run(args) -> None:
                                               task_metadata=collection)
         repo.to_dir(raw / "repo")
     frame = pd.DataFrame(merged_rows(kept_rows, compact_rows(repo, infos, configs, code["package_commit"],
-                                                             args.time_limit, folds), order))
+                                                             args.time_limit, folds), settings["tables"]))
     frame.to_csv(out / "results.csv", index=False)
-    missing = frame[frame["status"] != "ok"]
-    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200):
-        print(frame[["table", "method", "metric", "test_error", "val_error", "fit_s", "at_limit", "folds_fitted",
-                     "predict_s", "status"]])
-    if len(missing):
-        print(f"missing ({len(missing)}): "
-              + ", ".join(f"{t}/{m}" for t, m in zip(missing["table"], missing["method"])), flush=True)
-    print(f"wrote {out / 'results.csv'}, {out / 'settings.json'} and {raw / 'repo'}", flush=True)
+    print_results(frame, out, raw)
 
 
 def parse_methods(text: str, error=None) -> tuple[str, ...]:

@@ -55,8 +55,6 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     "patience": 16,  # epochs without a better validation score; None: train to max_epochs
     "validation_every": "auto",  # epochs between validation passes (schedule.validation_cadence)
     "ema_epochs": _cls_reg(None, 5),  # horizon of a moving average of the weights scored beside them; None: off
-    "ema_keep": "better",  # "better": each validation pass keeps the better of the average and the live weights;
-    # "average": the average alone is scored and kept
     "ensemble_members": "auto",  # up to AUTO_MEMBERS networks while a time limit holds them (members.py)
     "parallel_members": 1,  # members one at a time; "auto" (CPU): the first two at once, one thread each
     "adaptive_threads": True,  # CPU: keep 1 or num_cpus threads, whichever steps faster
@@ -195,7 +193,6 @@ CHECKS = {
     "patience": ("None or an integer >= 1", _or(lambda v: v is None, _int(1))),
     "validation_every": ("'auto' or an integer >= 1", _or(_one_of("auto"), _int(1))),
     "ema_epochs": ("None or a number > 0", _or(lambda v: v is None, _real(0, lo_open=True))),
-    "ema_keep": ("'better' or 'average'", _one_of("better", "average")),
     "max_context_rows": ("None or an integer >= 1", _or(lambda v: v is None, _int(1))),
     "ensemble_members": ("'auto' or an integer >= 1", _or(_one_of("auto"), _int(1))),
     "parallel_members": ("'auto' or an integer >= 1", _or(_one_of("auto"), _int(1))),

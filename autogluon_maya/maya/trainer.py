@@ -181,19 +181,17 @@ class _Validation:
             return False
         tv = time.perf_counter()
         since = epoch - self.last
-        average_only = self.weight_avg is not None and self.cfg.params["ema_keep"] == "average"
-        score, kept = -np.inf, net
-        if not average_only:
-            self.fitted.set_context(*data.context_rows())
-            score = self.score_fn(self.fitted)
-            self.context_epoch = epoch
+        self.fitted.set_context(*data.context_rows())
+        score = self.score_fn(self.fitted)
+        self.context_epoch = epoch
+        kept = net
         if self.weight_avg is not None:
             # The average wins when training has settled but lags while the score still moves fast: score
             # both, keep the better (always keeping the average loses where it lags, docs/maya.md).
             with self.weight_avg.swapped_into(net):
                 self.fitted.set_context(*data.context_rows())
                 avg_score = self.score_fn(self.fitted)
-            if average_only or (np.isfinite(avg_score) and not avg_score < score):
+            if np.isfinite(avg_score) and not avg_score < score:
                 score, kept = avg_score, self.weight_avg.model.module
             else:  # fitted's context holds the average's encodings, not the live ones
                 self.context_epoch = None

@@ -264,14 +264,16 @@ def relative_gain(base: float, other: float, regression: bool) -> float:
     return (base - other) / base if regression else (other - base) / base
 
 
-def budget_trials(folder: str, base: str, trials: Sequence[tuple]) -> str:
+def budget_trials(folder: str, base: str, trials: Sequence[tuple], tables: Sequence[str] = DECISION_TABLES,
+                  seeds: Sequence[int] = (0, 1)) -> str:
     """One row per trial against the default (``base``) on validation, over the (table, split seed) pairs of the
     decision tables where both ran (``decision_trials`` with one baseline for every trial); the pairs' count says
     which tables a trial covered (a classification setting, only those)."""
-    return decision_trials(folder, [(label, ((base, model),)) for model, label in trials])
+    return decision_trials(folder, [(label, ((base, model),)) for model, label in trials], tables, seeds)
 
 
-def budget_pairs(folder: str, base: str, trials: Sequence[tuple]) -> str:
+def budget_pairs(folder: str, base: str, trials: Sequence[tuple], tables: Sequence[str] = DECISION_TABLES,
+                 seeds: Sequence[int] = (0, 1)) -> str:
     """Validation score of the default and of every trial per (decision table, split seed); — where it did not run.
     A trial's model may be a tuple of models that ran on different tables (one column: the first that ran)."""
     latest = latest_rows(folder)
@@ -281,8 +283,8 @@ def budget_pairs(folder: str, base: str, trials: Sequence[tuple]) -> str:
 
     shown = [(m, label) for m, label in trials if any(k[2] in models(m) for k in latest)]
     body = []
-    for d in DECISION_TABLES:
-        for s in (0, 1):
+    for d in tables:
+        for s in seeds:
             if (d, s, base) not in latest:
                 continue
             regression = latest[(d, s, base)]["task"] == "regression"
@@ -295,32 +297,40 @@ def budget_pairs(folder: str, base: str, trials: Sequence[tuple]) -> str:
                     "ll" + "r" * (1 + len(shown)))
 
 
-def decision_trials(folder: str, trials: Sequence[tuple]) -> str:
+TRIAL_HEADER = ["trial (against the default)", "pairs", "better / level / worse", "sign test p", "mean relative gain",
+                "default s", "trial s"]
+
+
+def trial_row(latest: Dict[tuple, dict], label: str, comparisons: Sequence[tuple], tables: Sequence[str],
+              seeds: Sequence[int]) -> Optional[list]:
+    """One trial's row of ``decision_trials`` (None where no pair ran both sides)."""
+    from ..stats import p_text, sign_test_p
+
+    counts, gains, secs = [0, 0, 0], [], ([], [])
+    for base, model in comparisons:
+        for d in tables:
+            for s in seeds:
+                if (d, s, model) not in latest or (d, s, base) not in latest:
+                    continue
+                a, b = latest[(d, s, base)], latest[(d, s, model)]
+                g = relative_gain(float(a["val_score"]), float(b["val_score"]), a["task"] == "regression")
+                counts[0 if g > 0 else 1 if g == 0 else 2] += 1
+                gains.append(g)
+                secs[0].append(float(a["fit_s"]))
+                secs[1].append(float(b["fit_s"]))
+    if not gains:
+        return None
+    mean = round(100 * sum(gains) / len(gains), 2) + 0.0  # (+ 0.0: no "-0.00")
+    return [label, str(len(gains)), " / ".join(map(str, counts)), p_text(sign_test_p(counts[0], counts[2])),
+            f"{mean:+.2f} %", f"{sum(secs[0]) / len(gains):.0f}", f"{sum(secs[1]) / len(gains):.0f}"]
+
+
+def decision_trials(folder: str, trials: Sequence[tuple], tables: Sequence[str] = DECISION_TABLES,
+                    seeds: Sequence[int] = (0, 1)) -> str:
     """One row per trial, each against its own baselines (``(baseline model, trial model)`` comparisons) over the
     (decision table, split seed) pairs where both ran: pairs better / level / worse on validation, the mean
     relative gain of the trial, the mean fit seconds of both sides, and the sign test's p-value of better against
     worse (above 0.1: level within noise)."""
-    from ..stats import p_text, sign_test_p
-
     latest = latest_rows(folder)
-    body = []
-    for label, comparisons in trials:
-        counts, gains, secs = [0, 0, 0], [], ([], [])
-        for base, model in comparisons:
-            for d in DECISION_TABLES:
-                for s in (0, 1):
-                    if (d, s, model) not in latest or (d, s, base) not in latest:
-                        continue
-                    a, b = latest[(d, s, base)], latest[(d, s, model)]
-                    g = relative_gain(float(a["val_score"]), float(b["val_score"]), a["task"] == "regression")
-                    counts[0 if g > 0 else 1 if g == 0 else 2] += 1
-                    gains.append(g)
-                    secs[0].append(float(a["fit_s"]))
-                    secs[1].append(float(b["fit_s"]))
-        if not gains:
-            continue
-        mean = round(100 * sum(gains) / len(gains), 2) + 0.0  # (+ 0.0: no "-0.00")
-        body.append([label, str(len(gains)), " / ".join(map(str, counts)), p_text(sign_test_p(counts[0], counts[2])),
-                     f"{mean:+.2f} %", f"{sum(secs[0]) / len(gains):.0f}", f"{sum(secs[1]) / len(gains):.0f}"])
-    return markdown(["trial (against the default)", "pairs", "better / level / worse", "sign test p",
-                     "mean relative gain", "default s", "trial s"], body)
+    body = [r for label, comparisons in trials if (r := trial_row(latest, label, comparisons, tables, seeds))]
+    return markdown(TRIAL_HEADER, body)

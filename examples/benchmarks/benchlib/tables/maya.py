@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from functools import partial
 
-from .common import (SINGLE, TABLES12, budget_pairs, budget_trials, decision_trials, fmt, markdown, rank_of, score,
-                     seed_means, settings_table, table)
+from .common import (DECISION_TABLES, SINGLE, TABLES12, TRIAL_HEADER, budget_pairs, budget_trials, decision_trials,
+                     fmt, latest_rows, markdown, rank_of, score, seed_means, settings_table, table, trial_row)
 
 
 ALONE = (("MAYA", "MAYA"), ("TABM", "TabM"), ("REALMLP", "RealMLP"), ("CAT", "CatBoost"), ("GBM", "LightGBM"))
@@ -109,3 +109,34 @@ for _name, _args in SETTINGS_TABLES.items():
     table(_name)(partial(settings_table, *_args))
 for _name, (_builder, _args) in TRIAL_TABLES.items():
     table(_name)(partial(_builder, *_args))
+
+
+# ---- the numeric inputs and the weight-average rule, judged again -----------------------------------------------
+INPUTS = "maya_inputs_and_average"
+MMQ5 = '`numeric_transform="minmax_or_quantile"`, `numeric_scale=5`'
+AVERAGE = '`ema_keep="average"`: the average alone, against the better of it and the live weights'
+MULTICLASS_TABLES = DECISION_TABLES[8:]
+BINARY_REGRESSION_TABLES = DECISION_TABLES[:8]
+REGRESSION_TABLES = DECISION_TABLES[4:8]
+#: (label, comparisons, tables, split seeds)
+INPUT_TRIALS = (
+    (f"{MMQ5}, multiclass: the five decision tables, seeds 0-1", MULTICLASS_TABLES, (0, 1)),
+    (f"{MMQ5}, multiclass: the five decision tables, seeds 0-2", MULTICLASS_TABLES, (0, 1, 2)),
+    (f"{MMQ5}, multiclass: scikit-learn's digits, seeds 0-2", ("digits",), (0, 1, 2)),
+    (f"{MMQ5}, multiclass: the five decision tables and digits, seeds 0-2", MULTICLASS_TABLES + ("digits",),
+     (0, 1, 2)),
+    (f"{MMQ5}, binary and regression: the eight decision tables, seeds 0-1", BINARY_REGRESSION_TABLES, (0, 1)),
+)
+
+
+@table("maya-inputs-trials")
+def inputs_trials() -> str:
+    latest = latest_rows(INPUTS)
+    body = [trial_row(latest, label, (("MAYA", "MAYA@mmq5"),), tables, seeds) for label, tables, seeds in INPUT_TRIALS]
+    body.append(trial_row(latest, AVERAGE + ", the four regression decision tables, seeds 0-1",
+                          (("MAYA", "MAYA@avg"),), REGRESSION_TABLES, (0, 1)))
+    return markdown(TRIAL_HEADER, [r for r in body if r])
+
+
+table("maya-inputs-pairs")(partial(budget_pairs, INPUTS, "MAYA", (("MAYA@mmq5", MMQ5), ("MAYA@avg", "`ema_keep=\"average\"`")),
+                                   DECISION_TABLES + ("digits",), (0, 1, 2)))

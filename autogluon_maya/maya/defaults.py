@@ -58,9 +58,10 @@ DEFAULT_PARAMS: Dict[str, Any] = {
     "ensemble_members": "auto",  # up to AUTO_MEMBERS networks while a time limit holds them (members.py)
     "parallel_members": 1,  # members one at a time; "auto" (CPU): the first two at once, one thread each
     "adaptive_threads": True,  # CPU: keep 1 or num_cpus threads, whichever steps faster
-    # inference context (Eq. 14): None attends over every training row (the paper's); N over N rows drawn once
-    # at fit (context.draw_context).  Off until validated on large tables
-    "max_context_rows": None,
+    # inference context (Eq. 14): N rows drawn once at fit (context.draw_context), so that prediction costs stop
+    # growing with the training set; None attends over every training row (the paper's).  8,192 rows validated
+    # level with the whole context on the five largest decision tables at full size (docs/maya.md)
+    "max_context_rows": 8192,
     # preprocessing
     "numeric_transform": "quantile",  # the paper's; the others are options (common.preprocessing)
     "numeric_scale": 1.0,  # numeric token j = (s x_j) W_j + b_j
@@ -77,10 +78,11 @@ NUM_EMBEDDINGS = ("periodic", "piecewise")
 AUTO_BATCH_ROWS = _cls_reg(128, 256)._asdict()
 # recipe="paper": one network trained as the paper does (Appendix B.2, Table 12; FT-Transformer's protocol, which
 # it follows): quantile-normal inputs at scale 1, no weight average, every epoch validated, Table 12's smallest
-# batch; the optimizer (a constant rate, weight decay on weight matrices only) is the paper's under either recipe.
+# batch, every training row as the inference context (Eq. 14); the optimizer (a constant rate, weight decay on
+# weight matrices only) is the paper's under either recipe.
 PAPER: Dict[str, Any] = {"batch_size": 1024, "ensemble_members": 1, "parallel_members": 1, "ema_epochs": None,
                          "validation_every": 1, "numeric_transform": "quantile", "numeric_scale": 1.0,
-                         "num_embeddings": None}
+                         "num_embeddings": None, "max_context_rows": None}
 # The members a refit_full trains.  Given explicitly, REPLAY_KEY is [[seed, epochs], ...], replayed exactly
 # (members.train_members).  A fit records its own as a ``MayaRefitRecord`` instead (common.refit: flat integer
 # keys, because a bagged model's refit combines its folds' records key by key, integers by their rounded mean,

@@ -140,10 +140,11 @@ def test_the_memory_estimate_counts_the_capped_context():
     def est(**hp):
         return MayaModel._estimate_memory_usage_static(X=X, hyperparameters=hp, num_classes=2)
 
-    full = est()
-    assert est(max_context_rows=None) == full
+    full = est(max_context_rows=None)
     assert est(max_context_rows=2_000) < full - 2**28  # the similarity block alone is 256 MiB at 200k rows
     assert est(max_context_rows=500_000) == full  # a cap above the rows caps nothing
+    default = resolve_defaults("binary")["max_context_rows"]
+    assert est() == est(max_context_rows=default) < full  # the default cap counts
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, "x", True])

@@ -34,9 +34,10 @@ def test_memory_estimate_grows_with_rows_features_and_width():
     from autogluon.common import space
     assert est(1_000, 10, hidden_size=space.Int(32, 512, default=64)) == est(1_000, 10)
     # the first block of a deeper encoder runs attention and the FFN over every token, a one-block encoder only
-    # the [CLS] row (measured: +981 MiB against +154 MiB on 2,000 x 50, binary)
+    # the [CLS] row (measured: +981 MiB against +154 MiB on 2,000 x 50, binary, the first two members at once)
     # the linear token: an embedding adds the same bytes to both sides of the ratio
-    assert est(2_000, 50, num_layers=2, num_embeddings=None) > 4 * est(2_000, 50, num_embeddings=None)
+    pair = {"num_embeddings": None, "parallel_members": "auto"}
+    assert est(2_000, 50, num_layers=2, **pair) > 4 * est(2_000, 50, **pair)
 
 
 def test_memory_estimate_adds_torch_only_before_its_first_import(monkeypatch):

@@ -40,6 +40,17 @@ def _peak_rss_mb() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024.0
 
 
+def start_child(target: Callable, spec: dict, name: str):
+    """``target(conn, spec)`` started in a spawned child process; returns the process and the receiving end of
+    its one-way pipe."""
+    ctx = mp.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=target, args=(send, spec), name=name)
+    proc.start()
+    send.close()
+    return proc, recv
+
+
 def _fit(spec: dict) -> dict:
     """Protocol P1 for one model; runs in the child.  Returns the measured part of a result row."""
     from autogluon.tabular import __version__ as ag_version
@@ -124,12 +135,8 @@ def run_task(task: Task, data_dir: str | Path, num_cpus: int = 2, hard_timeout: 
             "time_limit": float(task.time_limit), "max_rows": task.max_rows,
             "hyperparameters": task.hyperparameters, "num_cpus": num_cpus}
     hard_timeout = hard_timeout or 3 * float(task.time_limit) + CHILD_GRACE_S
-    ctx = mp.get_context("spawn")
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, spec), name=f"bench-{task.dataset}-{task.model}")
     t0 = time.time()
-    proc.start()
-    send.close()
+    proc, recv = start_child(_child, spec, f"bench-{task.dataset}-{task.model}")
     try:
         if recv.poll(hard_timeout):
             try:

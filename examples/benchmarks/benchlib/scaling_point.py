@@ -8,7 +8,6 @@ The child's target (``_child``) lives in this module so that a spawned process i
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import shutil
 import sys
@@ -23,7 +22,7 @@ import pandas as pd
 
 from .provenance import code_version
 from .results import Task
-from .runner import CHILD_GRACE_S, _peak_rss_mb
+from .runner import CHILD_GRACE_S, _peak_rss_mb, start_child
 
 QUERY_ROWS = 20_000     # the query set; a real table gives min(this, QUERY_SHARE of its rows)
 QUERY_SHARE = 0.20
@@ -324,12 +323,8 @@ def run_point(table: Table, task: Task, *, data_dir: Path, out: Path, num_cpus: 
             "log_path": str(log_path),
             # the predictor's folder, made and removed here: a killed child leaves it behind
             "path": tempfile.mkdtemp(prefix=f"scaling_{table.name}_{task.model}_")}
-    ctx = mp.get_context("spawn")
-    recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, spec), name=f"scaling-{table.name}-{task.model}")
     t0 = time.time()
-    proc.start()
-    send.close()
+    proc, recv = start_child(_child, spec, f"scaling-{table.name}-{task.model}")
     got: dict = {}
     try:
         while True:

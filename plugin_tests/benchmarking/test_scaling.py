@@ -93,6 +93,32 @@ def test_the_todo_list_runs_cheapest_first_and_a_rerun_resumes(tmp_path):
     assert retried == [points[1], points[3], *points[4:]]  # a decline is AutoGluon's answer: it stays
     # another time limit is another experiment: nothing of it is done
     assert len(sc.pending(sc.todo_list(tables, ["MAYA"], 60), done)) == len(tables)
+    # an ok point without the model's own memory reading runs again on request; one with it does not
+    assert sc.pending(points, done, remeasure_memory=True) == [points[0], *points[4:]]
+    done[0]["model_fit_peak_mb"] = 512.0
+    assert sc.pending(points, done, remeasure_memory=True) == points[4:]
+
+
+def test_the_model_memory_reading_starts_at_the_models_fit_and_keeps_the_earlier_peak(monkeypatch, tmp_path):
+    """A peak reached before the model's fit (here a 400 MB array, freed) is not the model's; the process's peak
+    still counts it."""
+    from autogluon.tabular import TabularPredictor
+    from autogluon.tabular.registry import ag_model_registry
+
+    if sp._rss_mb() is None or not sp._reset_peak_rss():
+        pytest.skip("needs Linux /proc/self/clear_refs")
+    monkeypatch.setattr(ag_model_registry.key_to_cls("GBM"), "fit", ag_model_registry.key_to_cls("GBM").fit)
+    reading = sp.watch_model_fit("GBM")
+    big = np.ones(400 * 2**20 // 8)
+    earlier_peak = sp._peak_rss_mb()
+    del big
+    train = sp.synthetic(300, 5, seed=0)
+    TabularPredictor(label=sp.TARGET, problem_type="regression", path=str(tmp_path / "ag"), verbosity=0).fit(
+        train, hyperparameters={"GBM": {"num_boost_round": 5}}, num_cpus=1, fit_weighted_ensemble=False)
+    assert 0 <= reading["model_fit_increase_mb"] < 300
+    assert reading["model_fit_increase_mb"] == pytest.approx(reading["model_fit_peak_mb"] - reading["model_fit_start_mb"])
+    assert reading["model_fit_peak_mb"] < earlier_peak - 300
+    assert sp.whole_peak_mb(reading) >= earlier_peak - 5  # the kernel's per-thread RSS counters lag a little
 
 
 def test_the_report_builds_from_every_status_and_shows_them(tmp_path):

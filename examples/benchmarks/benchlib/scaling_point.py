@@ -206,6 +206,62 @@ def _memory_estimate(predictor, model) -> dict:
         return {"mem_estimate_error": f"{type(e).__name__}: {e}"[:200]}
 
 
+def _rss_mb() -> float | None:
+    """This process's resident size now, in MB (Linux ``VmRSS``); None elsewhere."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
+def _reset_peak_rss() -> bool:
+    """Reset this process's resident high-water mark to its resident size now (Linux: ``5`` written to
+    ``/proc/self/clear_refs``); False where that is not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def watch_model_fit(key: str) -> dict:
+    """Read the model's own memory: the resident size when AutoGluon calls the model's ``fit`` and the peak
+    during that call, which is what the model's pre-fit estimate claims to bound (AutoGluon compares the
+    estimate with the memory available at that moment).  The model class's ``fit`` is wrapped in this child
+    process only.  Resetting the high-water mark loses the process's earlier peak, so it is kept in
+    ``peak_before_model_mb`` (:func:`whole_peak_mb` puts the two together).  Returns the dict the wrapper fills."""
+    from autogluon.tabular.registry import ag_model_registry
+
+    cls = ag_model_registry.key_to_cls(key)
+    reading: dict = {}
+    original = cls.fit
+
+    def fit(self, *args, **kwargs):
+        before = _peak_rss_mb()
+        start = _rss_mb()
+        if start is None or not _reset_peak_rss():
+            return original(self, *args, **kwargs)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            peak = _peak_rss_mb()
+            reading.update(peak_before_model_mb=max(before, reading.get("peak_before_model_mb", 0.0)),
+                           model_fit_start_mb=round(start, 1), model_fit_peak_mb=round(peak, 1),
+                           model_fit_increase_mb=round(peak - start, 1))
+
+    cls.fit = fit
+    return reading
+
+
+def whole_peak_mb(reading: dict) -> float:
+    """The process's peak so far, counting the part before :func:`watch_model_fit` reset the high-water mark."""
+    return max(_peak_rss_mb(), reading.get("peak_before_model_mb", 0.0))
+
+
 def _score(predictor, query: pd.DataFrame, label: str, problem_type: str, send) -> dict:
     """Predict the query rows (model persisted first, so that loading is not timed) and score them."""
     from .p1 import prediction_scores
@@ -241,6 +297,7 @@ def measure(spec: dict, send) -> dict:
     row = {"autogluon_version": ag_version, "mem_before_fit_mb": round(_peak_rss_mb(), 1)}
     send({**row, "phase": "fit"})
     path = spec["path"]
+    watch = watch_model_fit(key)
     try:
         predictor = TabularPredictor(label=label, problem_type=table.problem_type, path=os.path.join(path, "ag"))
         t0 = time.perf_counter()
@@ -259,14 +316,17 @@ def measure(spec: dict, send) -> dict:
                    model_fit_s=round(float(model.fit_time), 2) if model.fit_time is not None else None,
                    n_train_internal=getattr(trainer, "_num_rows_train", None),
                    n_val_internal=getattr(trainer, "_num_rows_val", None),
-                   mem_fit_peak_mb=round(_peak_rss_mb(), 1))
+                   mem_fit_peak_mb=round(whole_peak_mb(watch), 1),
+                   **{k: v for k, v in watch.items() if k != "peak_before_model_mb"})
         row.update(_epochs(key, model, capture))
         send({**row, "phase": "fit done"})
         row.update(_score(predictor, query, label, table.problem_type, send))
-        row["mem_peak_mb"] = round(_peak_rss_mb(), 1)
+        row["mem_peak_mb"] = round(whole_peak_mb(watch), 1)
         row.update(_memory_estimate(predictor, model))  # after the peak is read: the fallback loads the train frame
         if row.get("mem_estimate_mb") and row.get("mem_fit_peak_mb"):
             row["mem_estimate_ratio"] = round(row["mem_estimate_mb"] / row["mem_fit_peak_mb"], 3)
+        if row.get("mem_estimate_mb") and row.get("model_fit_increase_mb"):
+            row["mem_estimate_model_ratio"] = round(row["mem_estimate_mb"] / row["model_fit_increase_mb"], 3)
         row.update(_context_rows(key, model))
         row["cuda_available"] = bool(sys.modules["torch"].cuda.is_available()) if "torch" in sys.modules else None
         row["status"] = "ok"

@@ -108,11 +108,12 @@ def _table_md(df: pd.DataFrame) -> tuple[str, list[str]]:
         body.append([r["task"], f"{int(r['rows']):,}", f"{int(r['cols']):,}", r["model"], status, _fit_cell(r),
                      _num(r.get("epochs"), "{:.0f}"), _num(r.get("s_per_epoch")), _num(r.get("predict_s_per_1k")),
                      _num(r.get("mem_peak_mb"), "{:,.0f}"), _num(r.get("mem_estimate_ratio"), "{:.2f}"),
-                     _num(_increase_ratio(r), "{:.2f}"), _score_cell(r), _num(ctx, "{:,.0f}")])
+                     _num(_increase_ratio(r), "{:.2f}"), _num(r.get("model_fit_increase_mb"), "{:,.0f}"),
+                     _num(r.get("mem_estimate_model_ratio"), "{:.2f}"), _score_cell(r), _num(ctx, "{:,.0f}")])
     header = ["task", "rows", "cols", "model", "status", "fit s (limit)", "epochs", "s / epoch",
               "predict s / 1k rows", "peak MB", "estimate / fit peak", "estimate / fit increase",
-              "score on the query rows", "context rows"]
-    return markdown(header, body, align="lrrll" + "r" * 9), notes
+              "model's own MB", "estimate / model's own", "score on the query rows", "context rows"]
+    return markdown(header, body, align="lrrll" + "r" * 11), notes
 
 
 def _increase_ratio(r: dict):
@@ -196,7 +197,10 @@ def report(out: Path, row_cols: int = 10, col_rows: int = 10_000) -> str:
                    "out its validation rows); predict time per 1,000 of the query rows after `persist()`; peak MB "
                    "is the process's resident high-water mark (imports and data included); estimate / fit peak "
                    "divides the model's own pre-fit memory estimate by the peak at the end of the fit, estimate / fit increase "
-                   "by what the fit added to the resident size (AutoGluon's own copies of the data included).  "
+                   "by what the fit added to the resident size (AutoGluon's own copies of the data included); model's own MB "
+                   "is what the model's `fit` call added to the resident size at its peak (AutoGluon's preprocessing "
+                   "excluded) and estimate / model's own the ratio the estimate is meant to bound (— where the point "
+                   "predates this reading).  "
                    "s / epoch: the model's training clock over its epochs (see `epochs_source` in results.csv)."), ""]
         sections = [(title, rows_axis), (f"Columns axis: synthetic regression, {col_rows:,} rows", cols_axis),
                     ("Other synthetic points", other), ("Real tables (full size, query rows held out)", real)]

@@ -116,7 +116,8 @@ def test_the_model_memory_reading_starts_at_the_models_fit_and_keeps_the_earlier
     TabularPredictor(label=sp.TARGET, problem_type="regression", path=str(tmp_path / "ag"), verbosity=0).fit(
         train, hyperparameters={"GBM": {"num_boost_round": 5}}, num_cpus=1, fit_weighted_ensemble=False)
     assert 0 <= reading["model_fit_increase_mb"] < 300
-    assert reading["model_fit_increase_mb"] == pytest.approx(reading["model_fit_peak_mb"] - reading["model_fit_start_mb"])
+    assert reading["model_fit_increase_mb"] == pytest.approx(
+        reading["model_fit_peak_mb"] - reading["model_fit_start_mb"], abs=0.11)
     assert reading["model_fit_peak_mb"] < earlier_peak - 300
     assert sp.whole_peak_mb(reading) >= earlier_peak - 5  # the kernel's per-thread RSS counters lag a little
 

@@ -32,6 +32,7 @@ from autogluon_maya.tabswift.checkpoints_io.released import (ReleasedCheckpointE
 from autogluon_maya.tabswift.engine import TabSwiftEngine
 from autogluon_maya.tabswift.network import CLASSIFICATION, REGRESSION
 from plugin_tests.conftest import tabswift_authors
+from plugin_tests.tabswift.loopback_hub import LoopbackHub
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread_seeded")
 CLOSED_PORT = "http://127.0.0.1:9"  # nothing listens there: any network use fails at once
@@ -660,51 +661,6 @@ def test_stage3_adds_exit_heads_to_a_converted_release(tmp_path):
         train(PretrainConfig(**{**run, "model": "tiny", "out_dir": str(tmp_path / "bad")}), progress=False)
 
 
-class SlowHub:
-    """A local hub that answers every metadata request (HEAD) at once and serves ``body`` (GET) after ``delay``
-    seconds.  Counts both kinds of request."""
-
-    def __init__(self, body: bytes = b"", delay: float = 0.0):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        hub = self
-        self.heads, self.gets = 0, 0
-
-        class Handler(BaseHTTPRequestHandler):
-            def _headers(self):
-                self.send_response(200)
-                for k, v in {"X-Repo-Commit": "0" * 40, "ETag": '"slow"', "Content-Length": str(len(body)),
-                             "Content-Type": "application/octet-stream"}.items():
-                    self.send_header(k, v)
-                self.end_headers()
-
-            def do_HEAD(self):  # noqa: N802 (http.server's names)
-                hub.heads += 1
-                self._headers()
-
-            def do_GET(self):  # noqa: N802
-                hub.gets += 1
-                time.sleep(delay)
-                self._headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def requests(self) -> int:
-        return self.heads + self.gets
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
 def _serve_from(monkeypatch, url: str) -> None:
     """Point huggingface_hub at ``url``, both values it derives from ``HF_ENDPOINT`` when first imported."""
     from huggingface_hub import constants
@@ -725,7 +681,7 @@ def test_prefetch_downloads_once_and_auto_then_uses_the_released_weights_offline
 
     monkeypatch.setenv("AUTOGLUON_MAYA_HUB_DOWNLOAD", "0")
     src = write_authors_ckpt(tmp_path / "swift.ckpt", seed=4)
-    hub = SlowHub(body=src.read_bytes())
+    hub = LoopbackHub(src.read_bytes())
     _serve_from(monkeypatch, hub.url)
     try:
         before = choose_weights("auto")
@@ -736,7 +692,7 @@ def test_prefetch_downloads_once_and_auto_then_uses_the_released_weights_offline
         asked = hub.requests()
         assert prefetch_weights() == converted  # already there: no second download
     finally:
-        hub.close()
+        hub.stop()
     assert before.source == "shipped" and asked_before == 0
     assert asked > 0 and hub.requests() == asked
     assert (after.path, after.source) == (converted, "released") and "converted copy in" in after.reason
@@ -775,7 +731,7 @@ def test_a_released_file_that_is_not_the_pinned_one_is_refused(nothing_cached, m
     monkeypatch.setattr(hub_module, "RELEASED_SHA256", _sha256(src))
     server = None
     if how == "download":
-        server = SlowHub(body=changed.read_bytes())
+        server = LoopbackHub(changed.read_bytes())
         _serve_from(monkeypatch, server.url)
     else:
         _prefill_hub_cache(nothing_cached, changed, REPO_ID, FILENAME)
@@ -792,7 +748,7 @@ def test_a_released_file_that_is_not_the_pinned_one_is_refused(nothing_cached, m
         assert how == "download" or refused in auto.reason, auto.reason
     finally:
         if server is not None:
-            server.close()
+            server.stop()
     hub_folder = tmp_path / "cache" / "tabswift" / "hub"  # (the lock file of the download may be there)
     assert not hub_folder.exists() or not [p for p in hub_folder.iterdir() if not p.name.endswith(".lock")]
     monkeypatch.setenv("AUTOGLUON_MAYA_RELEASED_SHA256", _sha256(changed))  # a user pins the file they audited

@@ -24,18 +24,27 @@ from .results import Task, _jsonable, append_result, read_results, todo
 CHILD_GRACE_S = 600.0  # hard timeout = 3 x time limit + this: AutoGluon's time limit is soft
 
 
+def proc_status_mb(field: str) -> Optional[float]:
+    """A memory line of this process's ``/proc/self/status`` (``VmHWM``, ``VmRSS``, ...) in MB; None where
+    there is no such file (not Linux) or line."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return None
+
+
 def _peak_rss_mb() -> float:
     """Peak resident memory of this process so far, in MB.
 
     On Linux ``VmHWM`` from /proc is used: ``ru_maxrss`` of a spawned child also includes the parent's
     resident size at fork time (the kernel carries the high-water mark across exec), which would hide
     a small fit behind the driver's own memory.  Elsewhere ``ru_maxrss`` (bytes on macOS, KB else)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
+    peak = proc_status_mb("VmHWM")
+    if peak is not None:
+        return peak
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024.0
 

@@ -22,7 +22,7 @@ import pandas as pd
 
 from .provenance import code_version
 from .results import Task
-from .runner import CHILD_GRACE_S, _peak_rss_mb, start_child
+from .runner import CHILD_GRACE_S, _peak_rss_mb, proc_status_mb, start_child
 
 QUERY_ROWS = 20_000     # the query set; a real table gives min(this, QUERY_SHARE of its rows)
 QUERY_SHARE = 0.20
@@ -208,13 +208,7 @@ def _memory_estimate(predictor, model) -> dict:
 
 def _rss_mb() -> float | None:
     """This process's resident size now, in MB (Linux ``VmRSS``); None elsewhere."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return None
+    return proc_status_mb("VmRSS")
 
 
 def _reset_peak_rss() -> bool:

@@ -13,7 +13,7 @@ One module per document registers the tables it shows; ``common`` holds what the
 reading and formatting the results, and the builders more than one document uses):
 
 ``benchmarks``           docs/benchmarks.md
-``ensemble_benchmark``   docs/ensemble_benchmark.md (and README.md's ``ensemble-all-targets``)
+``ensemble_benchmark``   docs/ensemble_benchmark.md (and README.md's ``ensemble-all``)
 ``experiments``          docs/experiments.md
 ``maya``                 docs/maya.md
 ``tabswift``             docs/tabswift.md

@@ -161,3 +161,24 @@ def test_the_report_builds_from_every_status_and_shows_them(tmp_path):
     assert "| MAYA | — | — | — | 1,000 (1 size) | 1 |" in exps
     # a folder with no results yet still gets its report
     assert "No results yet." in sr.report(tmp_path / "empty") and (tmp_path / "empty" / "scaling.png").exists()
+
+
+def test_tabswift_estimate_is_recomputed_for_the_weights_the_fit_loaded():
+    """"auto" sizes TabSwift's pre-fit estimate for the released network; a fit that loaded the shipped weights is
+    judged against the estimate for those, the released ones against their own pre-fit estimate."""
+    from autogluon_maya.tabswift.memory import estimate_fit_memory
+
+    row = {"model": "TABSWIFT", "status": "ok", "tabswift_weights": "shipped", "n_train_internal": 9000,
+           "n_val_internal": 1000, "cols": 10, "mem_estimate_mb": 2092.8, "model_fit_increase_mb": 450.0}
+    X = pd.DataFrame(np.zeros((9000, 10)))
+    shipped = estimate_fit_memory(X, {"checkpoint_path": "shipped"}, X_val=X.iloc[:1000]) / 2**20
+    released = estimate_fit_memory(X, {"checkpoint_path": "auto"}, X_val=X.iloc[:1000]) / 2**20
+    assert sr.tabswift_estimate_as_loaded_mb(row) == pytest.approx(shipped)
+    assert sr._estimate_model_ratio(row) == pytest.approx(shipped / 450.0)
+    without_val = sr.tabswift_estimate_as_loaded_mb({**row, "n_val_internal": 0})
+    assert without_val < shipped  # no validation rows: no fine-tuning term, as in the fit
+    if released > shipped:  # "auto" expects the released network where a download may happen
+        assert sr._estimate_model_ratio(row) < 2092.8 / 450.0
+    assert sr.tabswift_estimate_as_loaded_mb({**row, "tabswift_weights": "released"}) is None
+    assert sr.tabswift_estimate_as_loaded_mb({**row, "model": "MAYA"}) is None
+    assert sr._estimate_model_ratio({**row, "model": "MAYA"}) == pytest.approx(2092.8 / 450.0)

@@ -18,6 +18,9 @@ from .defaults import AUTO_BATCH_ROWS, resolve_defaults
 from .members import PARALLEL_MAX_ACTIVATION_BYTES, parallel_wanted
 
 FIT_OVERHEAD_BYTES = 140 * 2**20  # measured: 120-150 MiB for small one-block fits
+#: (query chunk, context rows) float blocks alive at once when IAIL reads the context at inference: the
+#: similarities and their softmax (network.IAILBlock.forward)
+INFERENCE_BLOCKS = 2
 
 
 def embedding_bytes(option, n_num: int, hidden: int, rows: int, batch: int) -> int:
@@ -75,11 +78,11 @@ def estimate_terms(X, hyperparameters, problem_type: str) -> Dict[str, float]:
     if parallel_wanted(hp["parallel_members"]) > 1 \
             and activation_bytes(b, f, d, L, br) <= PARALLEL_MAX_ACTIVATION_BYTES:
         network *= 2  # two members may train at once
-    # data copies of every row; the inference similarity block and the context's buffers (a key projection
+    # data copies of every row; the inference similarity blocks and the context's buffers (a key projection
     # per IAIL block, the label embeddings, the encodings) hold the context rows only (max_context_rows)
     ctx = n if hp.get("max_context_rows") is None else min(n, int(hp["max_context_rows"]))
     decoders = int(hp["num_decoder_layers"])
-    small = 4 * n * f * 6 + 4 * min(1 << 26, 1024 * ctx) + 4 * ctx * d * (decoders + 2)
+    small = 4 * n * f * 6 + 4 * INFERENCE_BLOCKS * min(1 << 26, 1024 * ctx) + 4 * ctx * d * (decoders + 2)
     # per MBA block and branch: q/k/v/out projections and a 2x feed-forward (~12 d^2), the decoder alike, the
     # feature tokens' embeddings
     params = 4 * (12 * d * d * (L * br + decoders) + (f + 1) * d * 2)

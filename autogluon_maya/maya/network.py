@@ -344,7 +344,11 @@ class IAILBlock(nn.Module):
     def similarity(self, q: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         """-||q W_q - k W_k||^2 for every (query, key) pair, from already-projected keys."""
         qp = self.q_proj(q)
-        return -(qp.pow(2).sum(-1, keepdim=True) - 2 * qp @ keys.T + keys.pow(2).sum(-1))
+        # 2 q.k - |q|^2 - |k|^2, in place on the product: one (queries, keys) block instead of one per operation
+        # (the matmul's backward reads its inputs only, so autograd allows it; the same values to the bit as
+        # -(|q|^2 - 2 q.k + |k|^2), negation being exact)
+        sim = qp @ keys.T
+        return sim.mul_(2).sub_(qp.pow(2).sum(-1, keepdim=True)).sub_(keys.pow(2).sum(-1))
 
     def forward(self, q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
                 mask: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -353,8 +357,12 @@ class IAILBlock(nn.Module):
         sim = self.similarity(q, keys)
         if mask is not None:
             sim = sim.masked_fill(mask, float("-inf"))
-        # a row with nothing to attend to (a 1-row batch) reads zeros instead of NaN
-        read = torch.softmax(sim, dim=1).nan_to_num(0.0) @ values
+        weights = torch.softmax(sim, dim=1)
+        del sim  # at inference its memory returns before the next block is made
+        # a row with nothing to attend to (a 1-row batch) reads zeros instead of NaN; in place where no backward
+        # pass needs the softmax's output
+        weights = weights.nan_to_num(0.0) if torch.is_grad_enabled() else weights.nan_to_num_(0.0)
+        read = weights @ values
         h = self.norm1(q + self.dropout(read))
         return self.norm2(h + self.dropout(self.ffn(h)))
 

@@ -4,6 +4,7 @@
     python examples/benchmarks/scaling.py --models MAYA,GBM --rows 1000,10000 --cols 10 --real ""
     python examples/benchmarks/scaling.py --retry-failed                     # run failures and timeouts again
     python examples/benchmarks/scaling.py --remeasure-memory --only adult    # run again points lacking the model's own peak
+    python examples/benchmarks/scaling.py --again --models MAYA              # MAYA's points again, after a change to it
     python examples/benchmarks/scaling.py --report-only                      # rebuild the report from the results
 
 What one point is: one model fitted the way a user fits it, alone, in its own child process --
@@ -132,15 +133,17 @@ def todo_list(tables: Iterable[Table], models: Sequence[str], time_limit: float)
 
 
 def pending(points: Iterable[tuple[Table, Task]], rows: Iterable[dict],
-            retry_failed: bool = False, remeasure_memory: bool = False) -> list[tuple[Table, Task]]:
+            retry_failed: bool = False, remeasure_memory: bool = False,
+            again: bool = False) -> list[tuple[Table, Task]]:
     """The points with no result yet; with ``retry_failed`` also those whose latest result failed or timed out
     (a decline stays: it is AutoGluon's answer at that size, and would come again); with ``remeasure_memory``
-    also the ``ok`` points that lack the model's own memory reading (``model_fit_peak_mb``)."""
+    also the ``ok`` points that lack the model's own memory reading (``model_fit_peak_mb``); with ``again`` every
+    point (after a change to the model: the latest result wins)."""
     done = latest_by_key(rows)
     out = []
     for table, task in points:
         row = done.get(task.key)
-        if (row is None or (retry_failed and row.get("status") in ("failed", "timeout"))
+        if (again or row is None or (retry_failed and row.get("status") in ("failed", "timeout"))
                 or (remeasure_memory and row.get("status") == "ok" and row.get("model_fit_peak_mb") is None)):
             out.append((table, task))
     return out
@@ -177,6 +180,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help=f"kill a child after this many seconds (default 2 x time limit + {CHILD_GRACE_S:.0f})")
     ap.add_argument("--only", default="", help="comma-separated task names (e.g. synthetic_r1000_c10,adult)")
     ap.add_argument("--retry-failed", action="store_true", help="run again the points that failed or timed out")
+    ap.add_argument("--again", action="store_true",
+                    help="run the selected points again even where they have a result (the latest result wins)")
     ap.add_argument("--remeasure-memory", action="store_true",
                     help="run again the ok points that lack the model's own memory reading (the latest result wins)")
     ap.add_argument("--report-only", action="store_true", help="no fitting: rebuild the report from results.jsonl")
@@ -200,7 +205,7 @@ def main(argv=None) -> None:
             tables = [t for t in tables if t.name in only]
         points = todo_list(tables, _names(args.models), args.time_limit)
         todo = pending(points, read_results(out / "results.jsonl"), retry_failed=args.retry_failed,
-                       remeasure_memory=args.remeasure_memory)
+                       remeasure_memory=args.remeasure_memory, again=args.again)
         print(f"{len(points)} points requested, {len(points) - len(todo)} already in {out / 'results.jsonl'}, "
               f"{len(todo)} to run", flush=True)
         for i, (table, task) in enumerate(todo, 1):

@@ -97,6 +97,7 @@ def test_the_todo_list_runs_cheapest_first_and_a_rerun_resumes(tmp_path):
     assert sc.pending(points, done, remeasure_memory=True) == [points[0], *points[4:]]
     done[0]["model_fit_peak_mb"] = 512.0
     assert sc.pending(points, done, remeasure_memory=True) == points[4:]
+    assert sc.pending(points, done, again=True) == points
 
 
 def test_the_model_memory_reading_starts_at_the_models_fit_and_keeps_the_earlier_peak(monkeypatch, tmp_path):

@@ -139,7 +139,9 @@ def tabswift_estimate_as_loaded_mb(r: dict) -> float | None:
 def _estimate_model_ratio(r: dict) -> float | None:
     """The model's estimate over what its own ``fit`` call added; TabSwift's for the weights it loaded."""
     own = _finite(r.get("model_fit_increase_mb"))
-    est = tabswift_estimate_as_loaded_mb(r) or _finite(r.get("mem_estimate_mb"))
+    loaded = r["tabswift_estimate_as_loaded_mb"] if "tabswift_estimate_as_loaded_mb" in r \
+        else tabswift_estimate_as_loaded_mb(r)  # report() has put it in the frame once
+    est = _finite(loaded) or _finite(r.get("mem_estimate_mb"))
     if own is None or est is None or own <= 0:
         return None
     return est / own

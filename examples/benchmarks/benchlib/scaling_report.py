@@ -4,6 +4,7 @@ slope of log cost on log size per model over its ``ok`` points) and ``scaling.pn
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -128,20 +129,23 @@ def tabswift_estimate_as_loaded_mb(r: dict) -> float | None:
     rows, cols, val = _finite(r.get("n_train_internal")), _finite(r.get("cols")), _finite(r.get("n_val_internal"))
     if rows is None or cols is None:
         return None
+    return _shipped_estimate_mb(int(rows), int(cols), int(val or 0))
+
+
+@functools.lru_cache(maxsize=None)
+def _shipped_estimate_mb(rows: int, cols: int, val: int) -> float:
+    """The shipped checkpoint's fit estimate at one training shape (the report asks for each row's twice)."""
     import torch  # noqa: F401  (as in the fit: the estimate adds torch's import only where it has not happened)
     from autogluon_maya.tabswift.memory import estimate_fit_memory
 
-    X = pd.DataFrame(np.zeros((int(rows), int(cols)), dtype=np.float32))
-    X_val = X.iloc[: int(val)] if val else None
-    return estimate_fit_memory(X, {"checkpoint_path": "shipped"}, X_val=X_val) / 2**20
+    X = pd.DataFrame(np.zeros((rows, cols), dtype=np.float32))
+    return estimate_fit_memory(X, {"checkpoint_path": "shipped"}, X_val=X.iloc[:val] if val else None) / 2**20
 
 
 def _estimate_model_ratio(r: dict) -> float | None:
     """The model's estimate over what its own ``fit`` call added; TabSwift's for the weights it loaded."""
     own = _finite(r.get("model_fit_increase_mb"))
-    loaded = r["tabswift_estimate_as_loaded_mb"] if "tabswift_estimate_as_loaded_mb" in r \
-        else tabswift_estimate_as_loaded_mb(r)  # report() has put it in the frame once
-    est = _finite(loaded) or _finite(r.get("mem_estimate_mb"))
+    est = _finite(tabswift_estimate_as_loaded_mb(r)) or _finite(r.get("mem_estimate_mb"))
     if own is None or est is None or own <= 0:
         return None
     return est / own

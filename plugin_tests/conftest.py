@@ -23,9 +23,6 @@ os.environ.setdefault("AUTOGLUON_MAYA_TABSWIFT_CHECKPOINT", "shipped")
 
 import autogluon_maya  # noqa: E402,F401  (registers the models)
 
-# The suite fits bagged models beside whatever else runs on the machine: their Ray fold workers run at normal
-# priority (the package's opt-in; Ray's default niceness 15 starves them beside busy processes)
-autogluon_maya.ray_workers_at_normal_priority()
 from plugin_tests.resources import torch_threads_unchanged  # noqa: E402,F401  (autouse: a test must not leave the torch thread count changed)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -118,3 +115,19 @@ def load_dataset():
         return df, meta
 
     return _load
+
+
+@pytest.fixture(scope="session", autouse=True)
+def ray_workers_at_normal_priority():
+    """The suite fits bagged models beside whatever else runs on the machine: their Ray fold workers run at normal
+    priority (the package's opt-in; Ray's default niceness 15 starves them beside busy processes).  Set before the
+    first test starts Ray, and the environment restored when the session ends."""
+    from autogluon_maya.common.fold_worker import RAY_NICENESS_ENV
+
+    before = os.environ.get(RAY_NICENESS_ENV)
+    autogluon_maya.ray_workers_at_normal_priority()
+    yield
+    if before is None:
+        os.environ.pop(RAY_NICENESS_ENV, None)
+    else:
+        os.environ[RAY_NICENESS_ENV] = before
